@@ -1,0 +1,27 @@
+"""transformer_lib: the Transformer of "Attention Is All You Need", written to be read and run.
+
+Every chapter of the book imports it as ``import transformer_lib as tl``. Modules, bottom up:
+``tokenization`` (text -> ids), ``embeddings`` (ids -> vectors, positions), ``masks``, ``attention`` (the kernel and
+multi-head attention), ``layers`` (encoder/decoder blocks and stacks), ``models`` (the three families),
+``decoding`` (greedy, beam, sampling, KV cache), ``training``, ``data`` (offline toy tasks), ``checkpoints``,
+``viz`` (figures), ``device``.
+"""
+
+from . import attention, checkpoints, decoding, device, embeddings, layers, masks, models, training, validation
+from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from .decoding import Hypothesis, beam_search, greedy_decode, sample, sampling_distribution
+from .device import get_device, seed_everything
+from .embeddings import (
+    InputEmbedding,
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    TokenEmbedding,
+    sinusoidal_encoding,
+)
+from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput, FeedForward, LayerCache, Residual
+from .masks import causal_mask, combine_masks, padding_mask
+from .models import DecoderOnlyModel, DecodingState, EncoderOnlyModel, Transformer, TransformerConfig
+from .training import History, evaluate, noam_lr, noam_schedule, sequence_loss, token_accuracy, train
+
+__version__ = "0.1.0"

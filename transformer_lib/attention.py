@@ -1,0 +1,253 @@
+"""Scaled dot-product attention (paper §3.2.1) and multi-head attention (§3.2.2).
+
+Shape legend: ``B`` batch, ``H`` heads, ``T`` query length, ``S`` key/value length, ``D`` head width
+``d_head = d_model / n_heads``, ``C`` model width ``d_model``.
+
+Masks are boolean with ``True`` = may attend, broadcastable to (B, H, T, S). A query whose keys are all masked gets
+an all-zero weight row and a zero output, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .validation import check_choice, check_mask, check_positive, check_tensor
+
+__all__ = ["scaled_dot_product_attention", "KVCache", "MultiHeadAttention", "AttentionImpl"]
+
+AttentionImpl = Literal["eager", "sdpa"]
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    need_weights: bool = False,
+    impl: AttentionImpl = "eager",
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(q kᵀ / √d_k) v, with an optional boolean mask (True = may attend).
+
+    ``impl="eager"`` is the formula written out, the version the book explains. ``impl="sdpa"`` calls
+    :func:`torch.nn.functional.scaled_dot_product_attention` (fused kernels); it cannot return the weights, so
+    ``need_weights=True`` always takes the eager path. Both give the same numbers (tested).
+
+    The returned weights are the softmax before dropout. Rows whose keys are all masked come out as zeros.
+
+    Shape:
+        q: (..., T, D), k: (..., S, D), v: (..., S, Dv), mask: broadcastable to (..., T, S)
+        -> output (..., T, Dv), weights (..., T, S) or None
+    """
+    check_tensor("q", q, dtype="float")
+    check_tensor("k", k, ndim=q.dim(), dtype="float")
+    check_tensor("v", v, ndim=q.dim(), dtype="float")
+    if q.dim() < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"q, k, v: expected (..., T, D), (..., S, D), (..., S, Dv); got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    check_choice("impl", impl, ("eager", "sdpa"))
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p: expected a probability in [0, 1), got {dropout_p}")
+    has_key = None
+    if mask is not None:
+        check_mask("mask", mask, (*q.shape[:-1], k.shape[-2]))
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., T, 1): does this query see any key at all?
+        mask = mask | ~has_key  # let empty rows see everything, then zero them below: no 0/0 = NaN anywhere
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])  # ÷√d_k keeps the logits' variance near 1 (§3.2.1)
+
+    if impl == "sdpa" and not need_weights:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+        return (out if has_key is None else out.masked_fill(~has_key, 0.0)), None
+
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T, S): one logit per (query, key) pair
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: blocked keys get exactly zero weight
+    weights = scores.softmax(dim=-1)  # (..., T, S): each row is a distribution over keys
+    if has_key is not None:
+        weights = weights.masked_fill(~has_key, 0.0)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, (weights if need_weights else None)  # (..., T, Dv)
+
+
+class KVCache:
+    """Keys and values of one attention layer kept between decoding steps (so each step projects one token).
+
+    A self-attention cache grows by the new step's keys/values on every call, into a buffer preallocated for
+    ``max_len`` positions. A ``static`` cache (cross-attention) is filled once from the encoder output and reused.
+    The caller owns the cache and passes it in; modules never keep it on ``self``.
+
+    Shape:
+        k, v: (B, H, L, D) with L = positions stored so far
+    """
+
+    def __init__(self, max_len: int | None = None, *, static: bool = False) -> None:
+        if max_len is not None:
+            check_positive("max_len", max_len)
+        self.max_len = max_len
+        self.static = static
+        self._k: Tensor | None = None
+        self._v: Tensor | None = None
+        self.length = 0
+
+    @property
+    def k(self) -> Tensor | None:
+        return None if self._k is None else self._k[:, :, : self.length]
+
+    @property
+    def v(self) -> Tensor | None:
+        return None if self._v is None else self._v[:, :, : self.length]
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store the new (B, H, T, D) keys/values after those already held; return all of them."""
+        new = k.shape[2]
+        if self._k is None:
+            cap = max(self.max_len or 0, new)
+            self._k = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])  # (B, H, L_max, D)
+            self._v = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
+        elif self.length + new > self._k.shape[2]:  # grow by doubling when max_len was not known
+            grow = max(self.length + new, 2 * self._k.shape[2])
+            self._k = torch.cat((self._k, self._k.new_empty(*self._k.shape[:2], grow - self._k.shape[2], self._k.shape[3])), 2)
+            self._v = torch.cat((self._v, self._v.new_empty(*self._v.shape[:2], grow - self._v.shape[2], self._v.shape[3])), 2)
+        self._k[:, :, self.length : self.length + new] = k
+        self._v[:, :, self.length : self.length + new] = v
+        self.length += new
+        return self.k, self.v  # (B, H, L, D)
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (beam search: follow each surviving beam's history)."""
+        if self._k is not None:
+            self._k = self._k.index_select(0, index)
+            self._v = self._v.index_select(0, index)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: project, split into heads, attend, merge, project with W^O (§3.2.2).
+
+    The three input projections W^Q, W^K, W^V are stored as one (3C, C) matrix ``qkv_proj`` (rows 0:C are W^Q,
+    C:2C W^K, 2C:3C W^V, the layout of ``nn.MultiheadAttention.in_proj_weight``) so that self-attention makes one
+    matrix product instead of three; cross-attention uses the W^Q rows on the query and the W^K, W^V rows on the
+    encoder output. Self- and cross-attention are this same module called with different inputs.
+
+    Args:
+        d_model: model width C; must be divisible by ``n_heads``.
+        n_heads: number of heads H; each works in d_head = C / H dimensions.
+        dropout: dropout on the attention weights while training.
+        bias: whether the projections have biases.
+        attn_impl: ``"sdpa"`` (fused, default) or ``"eager"`` (the formula); same results.
+        batch_first: inputs are (B, T, C) if True, (T, B, C) if False (as in ``nn.MultiheadAttention``).
+
+    Shape:
+        query: (B, T, C), key and value: (B, S, C), mask: broadcastable to (B, H, T, S) bool
+        -> output (B, T, C), weights (B, H, T, S) or None
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        attn_impl: AttentionImpl = "sdpa",
+        batch_first: bool = True,
+    ) -> None:
+        super().__init__()
+        check_positive("d_model", d_model)
+        check_positive("n_heads", n_heads)
+        if d_model % n_heads:
+            raise ValueError(f"d_model: must be divisible by n_heads={n_heads}, got d_model={d_model}")
+        check_choice("attn_impl", attn_impl, ("eager", "sdpa"))
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
+        self.attn_impl = attn_impl
+        self.batch_first = batch_first
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W^Q; W^K; W^V]
+        self.o_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
+        nn.init.xavier_uniform_(self.qkv_proj.weight)  # the same initialisation as nn.MultiheadAttention
+        if bias:
+            nn.init.zeros_(self.qkv_proj.bias)
+            nn.init.zeros_(self.o_proj.bias)
+
+    def _split(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, T, C) -> (B, H, T, D)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        check_tensor("query", query, ndim=3, dtype="float")
+        check_tensor("key", key, ndim=3, dtype="float")
+        check_tensor("value", value, ndim=3, dtype="float")
+        if not self.batch_first:  # (T, B, C) -> (B, T, C)
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if query.shape[-1] != self.d_model or key.shape[-1] != self.d_model or value.shape[-1] != self.d_model:
+            raise ValueError(
+                f"query, key, value: expected last dimension d_model={self.d_model}, got "
+                f"{query.shape[-1]}, {key.shape[-1]}, {value.shape[-1]}"
+            )
+        if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"key, value: expected the same (batch, length) as each other and query's batch; got query "
+                f"{tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+            )
+        B, T, C = query.shape
+        W, b = self.qkv_proj.weight, self.qkv_proj.bias
+        if key is query and value is query:  # self-attention: one fused product for Q, K and V
+            qkv = self.qkv_proj(query).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3, H, D)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, D)
+        else:  # cross-attention: Q from the query, K and V from the other sequence
+            q = self._split(F.linear(query, W[:C], None if b is None else b[:C]))  # (B, H, T, D)
+            if cache is not None and cache.static and cache.length:
+                k = v = None  # already projected from the encoder output at the first step
+            elif key is value:
+                kv = F.linear(key, W[C:], None if b is None else b[C:])  # (B, S, 2C)
+                k, v = (self._split(t) for t in kv.chunk(2, dim=-1))  # 2 x (B, H, S, D)
+            else:
+                k = self._split(F.linear(key, W[C : 2 * C], None if b is None else b[C : 2 * C]))
+                v = self._split(F.linear(value, W[2 * C :], None if b is None else b[2 * C :]))
+        if cache is not None:
+            if k is not None:
+                k, v = cache.append(k, v)  # (B, H, L, D): everything up to and including this step
+            else:
+                k, v = cache.k, cache.v
+        out, weights = scaled_dot_product_attention(
+            q, k, v, mask, self.dropout if self.training else 0.0, need_weights=need_weights, impl=self.attn_impl
+        )
+        out = self.o_proj(out.transpose(1, 2).reshape(B, T, C))  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
+        if not self.batch_first:
+            out = out.transpose(0, 1)  # back to (T, B, C)
+        return out, weights
+
+    @classmethod
+    def from_torch(cls, mha: nn.MultiheadAttention, *, attn_impl: AttentionImpl = "sdpa") -> "MultiHeadAttention":
+        """Our module holding the same weights as ``mha`` (same outputs; tested to 1e-5 in float32)."""
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"mha: expected nn.MultiheadAttention, got {type(mha).__name__}")
+        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError("mha: kdim/vdim different from embed_dim, add_bias_kv and add_zero_attn are not supported")
+        p = mha.in_proj_weight
+        ours = cls(mha.embed_dim, mha.num_heads, mha.dropout, bias=mha.in_proj_bias is not None,
+                   attn_impl=attn_impl, batch_first=mha.batch_first).to(device=p.device, dtype=p.dtype)
+        with torch.no_grad():
+            ours.qkv_proj.weight.copy_(p)
+            ours.o_proj.weight.copy_(mha.out_proj.weight)
+            if mha.in_proj_bias is not None:
+                ours.qkv_proj.bias.copy_(mha.in_proj_bias)
+                ours.o_proj.bias.copy_(mha.out_proj.bias)
+        return ours.train(mha.training)

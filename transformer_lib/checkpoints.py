@@ -1,0 +1,94 @@
+"""Saving and loading models without pickle: weights in safetensors, the config as JSON metadata.
+
+``load_checkpoint`` never unpickles anything, so a checkpoint from a stranger cannot run code. It raises
+:class:`CheckpointError` with a readable message for a missing file, a corrupted file, or weights that do not
+match the config.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from .models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
+
+__all__ = ["save_checkpoint", "load_checkpoint", "CheckpointError"]
+
+_MODEL_CLASSES = {cls.__name__: cls for cls in (Transformer, EncoderOnlyModel, DecoderOnlyModel)}
+_FORMAT = "transformer_lib/1"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded: missing, corrupted, or not matching its config."""
+
+
+def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = None) -> Path:
+    """Write ``model``'s weights and config to ``path`` (a .safetensors file). ``extra`` is stored as JSON
+    metadata (e.g. the training command, scores). Tied weights are stored once."""
+    name = type(model).__name__
+    if name not in _MODEL_CLASSES:
+        raise TypeError(f"model: expected one of {sorted(_MODEL_CLASSES)}, got {name}")
+    state, seen = {}, {}
+    for key, tensor in model.state_dict().items():
+        ptr = (tensor.data_ptr(), tensor.shape)
+        if ptr in seen:  # tied weight: the loader re-ties it by building the same model
+            continue
+        seen[ptr] = key
+        state[key] = tensor.detach().cpu().contiguous()
+    meta = {"format": _FORMAT, "model": name, "config": json.dumps(model.config.to_dict()),
+            "extra": json.dumps(extra or {})}
+    if isinstance(model, EncoderOnlyModel):
+        meta["n_outputs"] = json.dumps(model.n_outputs)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path), metadata=meta)
+    return path
+
+
+def load_checkpoint(path: str | Path, device: torch.device | str | None = None) -> nn.Module:
+    """Rebuild the model saved by :func:`save_checkpoint`, in eval mode, on ``device`` (default CPU).
+
+    The returned model has ``.checkpoint_extra`` holding the saved ``extra`` dict.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"path: no checkpoint file at {path}")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise CheckpointError(f"path: {path} is not a readable safetensors checkpoint ({err})") from err
+    if meta.get("format") != _FORMAT or meta.get("model") not in _MODEL_CLASSES:
+        raise CheckpointError(f"path: {path} was not written by transformer_lib.save_checkpoint (metadata {meta})")
+    try:
+        config = TransformerConfig(**json.loads(meta["config"]))
+    except (TypeError, ValueError, KeyError) as err:
+        raise CheckpointError(f"path: the config stored in {path} is invalid ({err})") from err
+    cls = _MODEL_CLASSES[meta["model"]]
+    model = cls(config, json.loads(meta["n_outputs"])) if cls is EncoderOnlyModel else cls(config)
+    expected = model.state_dict()
+    missing = [k for k in expected if k not in state and not _is_tied(model, k, state)]
+    unexpected = [k for k in state if k not in expected]
+    wrong = [f"{k}: file {tuple(v.shape)} vs config {tuple(expected[k].shape)}"
+             for k, v in state.items() if k in expected and v.shape != expected[k].shape]
+    if missing or unexpected or wrong:
+        raise CheckpointError(
+            f"path: the weights in {path} do not match its config: missing {missing[:5]}, unexpected "
+            f"{unexpected[:5]}, wrong shapes {wrong[:5]}"
+        )
+    model.load_state_dict(state, strict=False)
+    model.checkpoint_extra = json.loads(meta.get("extra", "{}"))
+    return model.to(device or "cpu").eval()
+
+
+def _is_tied(model: nn.Module, key: str, state: dict) -> bool:
+    """True when parameter ``key`` shares its storage with a parameter that is in ``state``."""
+    params = dict(model.named_parameters(remove_duplicate=False))
+    target = params.get(key)
+    return target is not None and any(p is target and k in state for k, p in params.items())

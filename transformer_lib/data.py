@@ -1,0 +1,342 @@
+"""Offline, seeded data sets and the batching that feeds them to a model.
+
+Nothing here downloads anything: every data set is generated from a seed, so the same seed always gives the
+same data and a chapter runs identically on every machine.
+
+* Algorithmic tasks (``copy``, ``reverse``, ``sort``) map a sequence of symbols to another; the symbols are the
+  ids ``N_SPECIAL .. N_SPECIAL + n_symbols - 1``, right after the special tokens of
+  :mod:`transformer_lib.tokenization`, so no tokenizer is needed.
+* ``recall_task`` asks a model to recall the first symbol after ``distance`` distractors: the long-range
+  dependency that an LSTM forgets and self-attention reaches in one step (Chapter 1).
+* A rule-based toy translation corpus, English -> "Frenchy", whose word order differs from English (adjectives
+  follow the noun, ``ne ... pas`` wraps the verb), so cross-attention maps show the reordering.
+* ``collate_pairs`` / ``make_loader`` pad source and target ids into a :class:`Batch` for teacher forcing.
+
+Shape legend: ``B`` batch, ``S`` source length, ``T`` target length (+1 for BOS or EOS), ``N`` examples.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from .tokenization import BOS_ID, EOS_ID, PAD_ID
+from .validation import check_choice, check_positive
+
+__all__ = [
+    "N_SPECIAL", "make_task", "task_vocab_size", "recall_task", "translate", "alignment", "toy_translation_corpus",
+    "train_test_split", "PairDataset", "Batch", "collate_pairs", "make_loader", "encode_pairs",
+]
+
+N_SPECIAL = 4  # ids 0..3 are PAD, BOS, EOS, UNK; task symbols start after them
+
+TASKS = ("copy", "reverse", "sort")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Algorithmic tasks
+# ----------------------------------------------------------------------------------------------------------
+def task_vocab_size(n_symbols: int) -> int:
+    """Vocabulary size of an algorithmic task: the 4 special tokens plus ``n_symbols`` symbols."""
+    check_positive("n_symbols", n_symbols)
+    return N_SPECIAL + n_symbols
+
+
+def make_task(name: Literal["copy", "reverse", "sort"], n_examples: int, *, min_len: int = 2, max_len: int = 10,
+              n_symbols: int = 10, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+    """Generate ``n_examples`` (source ids, target ids) pairs of an algorithmic sequence task.
+
+    ``copy`` returns the source unchanged, ``reverse`` reverses it, ``sort`` sorts it ascending (symbols may
+    repeat). Lengths are uniform in ``[min_len, max_len]``; symbols are ids ``N_SPECIAL .. N_SPECIAL +
+    n_symbols - 1``. Pairs carry no BOS/EOS: :func:`collate_pairs` adds them. Used from Chapter 5 on.
+    """
+    check_choice("name", name, TASKS)
+    check_positive("n_examples", n_examples)
+    check_positive("min_len", min_len)
+    check_positive("max_len", max_len)
+    check_positive("n_symbols", n_symbols)
+    if min_len > max_len:
+        raise ValueError(f"min_len: expected a value <= max_len ({max_len}), got {min_len}")
+    rng = random.Random(seed)
+    rule = {"copy": list, "reverse": lambda s: s[::-1], "sort": sorted}[name]
+    pairs = []
+    for _ in range(n_examples):
+        src = [N_SPECIAL + rng.randrange(n_symbols) for _ in range(rng.randint(min_len, max_len))]
+        pairs.append((src, list(rule(src))))
+    return pairs
+
+
+def recall_task(n_examples: int, distance: int, *, n_symbols: int = 8,
+                seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Recall the first symbol of a sequence after ``distance`` random distractor symbols (Chapter 1).
+
+    A recurrent model must carry the key through ``distance`` state updates, so its accuracy falls as the
+    distance grows; self-attention connects the last position to the first in one step (§4 of the paper).
+
+    Shape:
+        inputs: ``(N, distance + 1)`` int64, ids in ``[N_SPECIAL, N_SPECIAL + n_symbols)``; the key comes first.
+        targets: ``(N,)`` int64, equal to ``inputs[:, 0]``.
+    """
+    check_positive("n_examples", n_examples)
+    check_positive("distance", distance)
+    check_positive("n_symbols", n_symbols)
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randint(N_SPECIAL, N_SPECIAL + n_symbols, (n_examples, distance + 1), generator=generator)
+    return inputs, inputs[:, 0].clone()  # (N, distance + 1), (N,)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Toy translation: English -> Frenchy
+# ----------------------------------------------------------------------------------------------------------
+# Nouns: English singular, English plural, Frenchy singular, Frenchy plural, gender ("m" / "f").
+NOUNS = [
+    ("cat", "cats", "chat", "chats", "m"), ("dog", "dogs", "chien", "chiens", "m"),
+    ("bird", "birds", "oiseau", "oiseaux", "m"), ("horse", "horses", "cheval", "chevaux", "m"),
+    ("boy", "boys", "garcon", "garcons", "m"), ("friend", "friends", "ami", "amis", "m"),
+    ("book", "books", "livre", "livres", "m"), ("tree", "trees", "arbre", "arbres", "m"),
+    ("girl", "girls", "fille", "filles", "f"), ("house", "houses", "maison", "maisons", "f"),
+    ("car", "cars", "voiture", "voitures", "f"), ("apple", "apples", "pomme", "pommes", "f"),
+    ("flower", "flowers", "fleur", "fleurs", "f"), ("table", "tables", "table", "tables", "f"),
+    ("mouse", "mice", "souris", "souris", "f"), ("woman", "women", "femme", "femmes", "f"),
+]
+# Adjectives: English, Frenchy masculine, Frenchy feminine. Unlike real French, every one follows the noun.
+ADJECTIVES = [
+    ("red", "rouge", "rouge"), ("big", "grand", "grande"), ("small", "petit", "petite"),
+    ("black", "noir", "noire"), ("white", "blanc", "blanche"), ("green", "vert", "verte"),
+    ("old", "vieux", "vieille"), ("young", "jeune", "jeune"), ("happy", "heureux", "heureuse"),
+    ("blue", "bleu", "bleue"),
+]
+# Determiners: English -> (number it requires or None, masculine singular, feminine singular, plural).
+DETERMINERS = {
+    "the": (None, "le", "la", "les"), "a": ("sg", "un", "une", None), "some": ("pl", None, None, "des"),
+    "this": ("sg", "ce", "cette", None), "these": ("pl", None, None, "ces"),
+    "my": (None, "mon", "ma", "mes"), "your": (None, "ton", "ta", "tes"), "our": (None, "notre", "notre", "nos"),
+}
+# Verbs: English 3rd person singular, English base (= plural), Frenchy singular, Frenchy plural, transitive.
+VERBS = [
+    ("sees", "see", "voit", "voient", True), ("likes", "like", "aime", "aiment", True),
+    ("eats", "eat", "mange", "mangent", True), ("follows", "follow", "suit", "suivent", True),
+    ("finds", "find", "trouve", "trouvent", True), ("watches", "watch", "regarde", "regardent", True),
+    ("carries", "carry", "porte", "portent", True), ("sleeps", "sleep", "dort", "dorment", False),
+    ("runs", "run", "court", "courent", False), ("sings", "sing", "chante", "chantent", False),
+    ("waits", "wait", "attend", "attendent", False),
+]
+_NOUN_FORMS = {w: (entry, num) for entry in NOUNS for w, num in ((entry[0], "sg"), (entry[1], "pl"))}
+_ADJ = {entry[0]: entry for entry in ADJECTIVES}
+_VERB_FORMS = {w: (entry, num) for entry in VERBS for w, num in ((entry[0], "sg"), (entry[1], "pl"))}
+
+
+def _noun_phrase(words: list[str], i: int) -> tuple[list[str], list[tuple[int, int]], str, int]:
+    """Translate the noun phrase starting at ``words[i]``: determiner, adjectives, noun -> det, noun, adjectives.
+
+    Returns the Frenchy words, the alignment (source index, index within the returned words), the number
+    ("sg"/"pl") and the index after the phrase.
+    """
+    det = words[i] if i < len(words) else "<end>"
+    if det not in DETERMINERS:
+        raise ValueError(f"sentence: expected a determiner {sorted(DETERMINERS)} at word {i}, got {det!r}")
+    j = i + 1
+    while j < len(words) and words[j] in _ADJ:
+        j += 1
+    if j >= len(words) or words[j] not in _NOUN_FORMS:
+        got = words[j] if j < len(words) else "<end>"
+        raise ValueError(f"sentence: expected an adjective or a noun at word {j}, got {got!r}")
+    (_, _, fr_sg, fr_pl, gender), number = _NOUN_FORMS[words[j]]
+    required, m_sg, f_sg, pl = DETERMINERS[det]
+    if required not in (None, number):
+        raise ValueError(f"sentence: expected a {required} noun after {det!r}, got {words[j]!r}")
+    plural = number == "pl"
+    fem = gender == "f"
+    out = [pl if plural else (f_sg if fem else m_sg), fr_pl if plural else fr_sg]
+    links = [(i, 0), (j, 1)]
+    for k in range(i + 1, j):  # each adjective moves behind the noun and agrees with it (gender, then -s)
+        form = _ADJ[words[k]][2 if fem else 1]
+        out.append(form + "s" if plural and not form.endswith(("s", "x")) else form)
+        links.append((k, len(out) - 1))
+    return out, links, number, j + 1
+
+
+def _translate_aligned(sentence: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """Translate an English sentence of the toy grammar; return the Frenchy words and the gold alignment."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence: expected a str, got {type(sentence).__name__}")
+    words = sentence.lower().split()
+    out, links, number, i = _noun_phrase(words, 0)
+    negated = i + 1 < len(words) and words[i] in ("does", "do") and words[i + 1] == "not"
+    if negated:
+        aux = {"sg": "does", "pl": "do"}[number]
+        if words[i] != aux:
+            raise ValueError(f"sentence: expected {aux!r} after a {number} subject, got {words[i]!r}")
+        links += [(i, len(out) + 1), (i + 1, len(out)), (i + 1, len(out) + 2)]  # does -> verb, not -> ne, pas
+        out.append("ne")
+        i += 2
+    if i >= len(words) or words[i] not in _VERB_FORMS:
+        raise ValueError(f"sentence: expected a verb at word {i}, got {(words + ['<end>'])[i]!r}")
+    (_, _, v_sg, v_pl, transitive), form = _VERB_FORMS[words[i]]
+    form_needed = "base" if negated or number == "pl" else "singular"  # after "does not": the base form
+    if form != ("pl" if form_needed == "base" else "sg"):
+        raise ValueError(f"sentence: expected the {form_needed} form of the verb at word {i}, got {words[i]!r}")
+    links.append((i, len(out)))
+    out += [v_sg if number == "sg" else v_pl] + (["pas"] if negated else [])
+    i += 1
+    if transitive:
+        obj, obj_links, _, i = _noun_phrase(words, i)
+        links += [(s, len(out) + t) for s, t in obj_links]
+        out += obj
+    if i != len(words):
+        raise ValueError(f"sentence: expected the end after word {i - 1}, got {' '.join(words[i:])!r}")
+    return out, sorted(links)
+
+
+def translate(sentence: str) -> str:
+    """Translate an English sentence of the toy grammar into Frenchy, by rule.
+
+    Grammar: ``NP [does|do not] VERB [NP]`` with ``NP = DET ADJ* NOUN``. Rules: adjectives follow the noun;
+    determiners and adjectives agree with the noun in gender and number (plural adds -s); negation wraps the
+    verb in ``ne ... pas``. Raises ValueError, naming the word, for a sentence outside the grammar.
+
+    >>> translate("the red cat sees a small house")
+    'le chat rouge voit une maison petite'
+    """
+    return " ".join(_translate_aligned(sentence)[0])
+
+
+def alignment(src: str, tgt: str) -> list[tuple[int, int]]:
+    """Gold word alignment of ``src`` and its translation ``tgt``: sorted (source index, target index) pairs.
+
+    Every word of both sides takes part; "not" links to both ``ne`` and ``pas``, "does" to the verb.
+    """
+    out, links = _translate_aligned(src)
+    if tgt.split() != out:
+        raise ValueError(f"tgt: expected translate(src) = {' '.join(out)!r}, got {tgt!r}")
+    return links
+
+
+def _random_noun_phrase(rng: random.Random) -> list[str]:
+    """Draw a random English noun phrase: determiner, 0-2 distinct adjectives, noun."""
+    entry, number = rng.choice(NOUNS), "pl" if rng.random() < 0.35 else "sg"
+    dets = [d for d, (required, *_) in DETERMINERS.items() if required in (None, number)]
+    adjectives = rng.sample([a[0] for a in ADJECTIVES], k=rng.choices([0, 1, 2], weights=[4, 4.5, 1.5])[0])
+    return [rng.choice(dets), *adjectives, entry[0] if number == "sg" else entry[1]]
+
+
+def toy_translation_corpus(n_pairs: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Generate ``n_pairs`` distinct (English, Frenchy) sentence pairs of 3-11 words, deterministic from ``seed``.
+
+    About a third of the sentences are negated, most transitive verbs get an object; the vocabulary is ~80
+    English words. Used in the translation chapters, where cross-attention maps show the reordering.
+    """
+    check_positive("n_pairs", n_pairs)
+    rng = random.Random(seed)
+    sentences: dict[str, None] = {}  # insertion-ordered set
+    for _ in range(20 * n_pairs + 1000):  # the grammar holds millions of sentences, so this rarely loops long
+        subject = _random_noun_phrase(rng)
+        verb = rng.choice(VERBS)
+        plural = subject[-1] in {n[1] for n in NOUNS}
+        negated = rng.random() < 0.3
+        verb_words = [("do" if plural else "does"), "not", verb[1]] if negated else [verb[1] if plural else verb[0]]
+        obj = _random_noun_phrase(rng) if verb[4] else []
+        sentences[" ".join(subject + verb_words + obj)] = None
+        if len(sentences) == n_pairs:
+            return [(s, translate(s)) for s in sentences]
+    raise ValueError(f"n_pairs: expected at most the number of distinct sentences the sampler finds, got {n_pairs}")
+
+
+def train_test_split(pairs: Sequence[tuple], test_fraction: float = 0.1, seed: int = 0) -> tuple[list, list]:
+    """Split pairs so that no source sentence appears in both parts; each part keeps the input order.
+
+    Distinct sources are shuffled with ``seed`` and the first ``round(test_fraction * n_sources)`` (at least
+    one) go to the test part, with every pair that shares their source.
+    """
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction: expected a value in (0, 1), got {test_fraction!r}")
+    key = lambda pair: tuple(pair[0]) if isinstance(pair[0], list) else pair[0]  # lists are unhashable
+    sources = list(dict.fromkeys(key(p) for p in pairs))
+    if len(sources) < 2:
+        raise ValueError(f"pairs: expected at least 2 distinct sources to split, got {len(sources)}")
+    random.Random(seed).shuffle(sources)
+    n_test = min(max(1, round(test_fraction * len(sources))), len(sources) - 1)
+    test_sources = set(sources[:n_test])
+    train = [p for p in pairs if key(p) not in test_sources]
+    test = [p for p in pairs if key(p) in test_sources]
+    return train, test
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Batching
+# ----------------------------------------------------------------------------------------------------------
+class PairDataset(torch.utils.data.Dataset):
+    """A map-style dataset of (source ids, target ids) pairs of int lists."""
+
+    def __init__(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> None:
+        self.pairs = [(list(src), list(tgt)) for src, tgt in pairs]
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, index: int) -> tuple[list[int], list[int]]:
+        return self.pairs[index]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A padded batch for teacher forcing: the decoder reads ``tgt_in`` and is trained to predict ``tgt_out``.
+
+    Shape:
+        src: ``(B, S)`` int64, padded with ``pad_id``.
+        tgt_in: ``(B, T)`` int64, BOS followed by the target, padded.
+        tgt_out: ``(B, T)`` int64, the target followed by EOS, padded (``tgt_in`` shifted left by one).
+    """
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+    pad_id: int = PAD_ID
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of non-pad target tokens: the denominator of the per-token loss."""
+        return int((self.tgt_out != self.pad_id).sum())
+
+    def to(self, device: torch.device | str) -> Batch:
+        """Return a copy with every tensor moved to ``device``."""
+        return dataclasses.replace(self, src=self.src.to(device), tgt_in=self.tgt_in.to(device),
+                                   tgt_out=self.tgt_out.to(device))
+
+
+def _pad(seqs: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Right-pad int lists to a ``(len(seqs), max_len)`` int64 tensor."""
+    width = max(len(s) for s in seqs)
+    return torch.tensor([s + [pad_id] * (width - len(s)) for s in seqs], dtype=torch.long)
+
+
+def collate_pairs(batch: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int = PAD_ID, bos_id: int = BOS_ID,
+                  eos_id: int = EOS_ID) -> Batch:
+    """Pad a list of (source ids, target ids) pairs into a :class:`Batch`, adding BOS/EOS to the target."""
+    if len(batch) == 0:
+        raise ValueError("batch: expected at least one (src, tgt) pair, got an empty batch")
+    src = _pad([list(s) for s, _ in batch], pad_id)  # (B, S)
+    tgt_in = _pad([[bos_id, *t] for _, t in batch], pad_id)  # (B, T)
+    tgt_out = _pad([[*t, eos_id] for _, t in batch], pad_id)  # (B, T)
+    return Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out, pad_id=pad_id)
+
+
+def make_loader(pairs: Sequence[tuple[Sequence[int], Sequence[int]]] | PairDataset, batch_size: int, *,
+                shuffle: bool = True, seed: int = 0, pad_id: int = PAD_ID, bos_id: int = BOS_ID,
+                eos_id: int = EOS_ID) -> torch.utils.data.DataLoader:
+    """A DataLoader of :class:`Batch` es; with a seeded generator the shuffle order is the same on every run."""
+    check_positive("batch_size", batch_size)
+    dataset = pairs if isinstance(pairs, PairDataset) else PairDataset(pairs)
+    collate = functools.partial(collate_pairs, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, collate_fn=collate,
+                                       generator=torch.Generator().manual_seed(seed))
+
+
+def encode_pairs(pairs: Sequence[tuple[str, str]], src_tokenizer, tgt_tokenizer) -> list[tuple[list[int], list[int]]]:
+    """Turn (source text, target text) pairs into id pairs with each side's tokenizer (``encode(text)``)."""
+    return [(list(src_tokenizer.encode(src)), list(tgt_tokenizer.encode(tgt))) for src, tgt in pairs]

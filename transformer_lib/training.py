@@ -1,0 +1,188 @@
+"""Training: teacher-forcing loss, label smoothing, the paper's learning-rate schedule, a compact loop, evaluation.
+
+Shape legend: ``B`` batch, ``T`` target length, ``V`` vocabulary size.
+
+Teacher forcing: the decoder reads the whole reference prefix (``<bos>`` + target) at once and, thanks to the
+causal mask, every position predicts its next token in parallel; the loss ignores padding positions.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from .decoding import greedy_decode
+from .validation import check_positive, check_tensor
+
+__all__ = ["sequence_loss", "noam_lr", "noam_schedule", "History", "train", "evaluate", "token_accuracy"]
+
+
+def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = 0, label_smoothing: float = 0.0) -> Tensor:
+    """Mean cross-entropy over the non-padding target positions.
+
+    With ``label_smoothing = ε`` the target distribution puts 1 - ε on the right token and spreads ε uniformly over
+    the vocabulary (§5.4 uses ε = 0.1), as :func:`torch.nn.functional.cross_entropy` does.
+
+    Shape:
+        logits: (B, T, V), targets: (B, T) int64 -> scalar
+    """
+    check_tensor("logits", logits, ndim=3, dtype="float")
+    check_tensor("targets", targets, ndim=2, dtype="int")
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"targets: expected shape {tuple(logits.shape[:2])} to match logits, got {tuple(targets.shape)}")
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing: expected a value in [0, 1), got {label_smoothing}")
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=pad_id,
+                           label_smoothing=label_smoothing)
+
+
+def token_accuracy(logits: Tensor, targets: Tensor, pad_id: int = 0) -> tuple[int, int]:
+    """(correct, counted) arg-max predictions over the non-padding positions."""
+    keep = targets != pad_id
+    return int(((logits.argmax(-1) == targets) & keep).sum()), int(keep.sum())
+
+
+def noam_lr(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0) -> float:
+    """The paper's schedule (§5.3): ``d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)``, linear warm-up then
+    decay as 1/√step, peaking at step = warmup_steps. Steps count from 1."""
+    step = max(step, 1)
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def noam_schedule(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000,
+                  factor: float = 1.0) -> torch.optim.lr_scheduler.LambdaLR:
+    """A scheduler setting the learning rate to :func:`noam_lr` (create the optimizer with ``lr=1.0``)."""
+    check_positive("warmup_steps", warmup_steps)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: noam_lr(i + 1, d_model, warmup_steps, factor))
+
+
+@dataclass
+class History:
+    """Per-step training record: loss, token accuracy and learning rate; plus wall time."""
+
+    loss: list[float] = field(default_factory=list)
+    accuracy: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _unpack(batch) -> tuple[Tensor, Tensor, Tensor]:
+    if hasattr(batch, "tgt_in"):
+        return batch.src, batch.tgt_in, batch.tgt_out
+    if isinstance(batch, (tuple, list)) and len(batch) == 3:
+        return tuple(batch)
+    raise TypeError(f"batch: expected a data.Batch or a (src, tgt_in, tgt_out) tuple, got {type(batch).__name__}")
+
+
+def seq2seq_loss(model: nn.Module, batch, label_smoothing: float = 0.0) -> tuple[Tensor, Tensor, Tensor]:
+    """Loss, logits and targets of one encoder-decoder batch (the default ``step_fn`` of :func:`train`)."""
+    src, tgt_in, tgt_out = _unpack(batch)
+    logits = model(src, tgt_in)  # (B, T, V): every position predicted in parallel
+    return sequence_loss(logits, tgt_out, model.config.pad_id, label_smoothing), logits, tgt_out
+
+
+def train(
+    model: nn.Module,
+    loader: Iterable,
+    *,
+    epochs: int = 1,
+    max_steps: int | None = None,
+    lr: float = 1e-3,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    label_smoothing: float = 0.0,
+    clip_norm: float | None = 1.0,
+    step_fn: Callable | None = None,
+    device: torch.device | str | None = None,
+    amp: bool = True,
+    progress: bool = True,
+    desc: str = "training",
+) -> History:
+    """Train ``model`` on the batches of ``loader``; return the :class:`History`.
+
+    ``step_fn(model, batch, label_smoothing) -> (loss, logits, targets)`` defaults to the encoder-decoder loss
+    (:func:`seq2seq_loss`); pass your own for other families. Batches are moved to ``device`` (default: where the
+    model is). Uses Adam with the paper's betas (0.9, 0.98) unless an optimizer is given, clips the gradient
+    norm, and runs under bfloat16 autocast on CUDA when ``amp``.
+    """
+    check_positive("epochs", epochs)
+    if max_steps is not None:
+        check_positive("max_steps", max_steps)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    step_fn = step_fn or seq2seq_loss
+    use_amp = amp and device.type == "cuda"
+    history, start, steps = History(), time.perf_counter(), 0
+    total = max_steps or (epochs * len(loader) if hasattr(loader, "__len__") else None)
+    bar = tqdm(total=total, desc=desc, disable=not progress, leave=False)
+    model.train()
+    try:
+        for _ in range(epochs):
+            for batch in loader:
+                batch = batch.to(device) if hasattr(batch, "to") else [t.to(device) for t in batch]
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
+                    loss, logits, targets = step_fn(model, batch, label_smoothing)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if clip_norm is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+                correct, counted = token_accuracy(logits.detach(), targets, model.config.pad_id)
+                history.loss.append(float(loss))
+                history.accuracy.append(correct / max(counted, 1))
+                history.lr.append(optimizer.param_groups[0]["lr"])
+                steps += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{history.loss[-1]:.3f}", acc=f"{history.accuracy[-1]:.2f}")
+                if max_steps is not None and steps >= max_steps:
+                    return history
+    finally:
+        bar.close()
+        history.seconds = time.perf_counter() - start
+        model.eval()
+    return history
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    loader: Iterable,
+    *,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    max_new_tokens: int | None = None,
+    decode: Callable | None = None,
+) -> dict[str, float]:
+    """Token accuracy under teacher forcing and exact match of generated outputs (greedy by default).
+
+    Exact match: the generated ids, up to and including ``<eos>``, equal the target + ``<eos>``.
+    ``decode(model, src, max_new_tokens, bos_id, eos_id) -> ids`` replaces greedy decoding.
+    """
+    device = next(model.parameters()).device
+    decode = decode or greedy_decode
+    pad = model.config.pad_id
+    model.eval()
+    correct = counted = exact = n = 0
+    for batch in loader:
+        src, tgt_in, tgt_out = (t.to(device) for t in _unpack(batch))
+        c, k = token_accuracy(model(src, tgt_in), tgt_out, pad)
+        correct, counted = correct + c, counted + k
+        out = decode(model, src, max_new_tokens or tgt_out.shape[1] + 2, bos_id, eos_id)[:, 1:]  # drop <bos>
+        for pred, ref in zip(out.tolist(), tgt_out.tolist()):
+            ref = [t for t in ref if t != pad]
+            pred = pred[: pred.index(eos_id) + 1] if eos_id in pred else pred
+            exact += pred == ref
+            n += 1
+    return {"token_accuracy": correct / max(counted, 1), "exact_match": exact / max(n, 1)}

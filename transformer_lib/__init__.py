@@ -7,7 +7,21 @@ multi-head attention), ``layers`` (encoder/decoder blocks and stacks), ``models`
 ``viz`` (figures), ``device``.
 """
 
-from . import attention, checkpoints, decoding, device, embeddings, layers, masks, models, training, validation
+from . import (
+    attention,
+    checkpoints,
+    data,
+    decoding,
+    device,
+    embeddings,
+    layers,
+    masks,
+    models,
+    tokenization,
+    training,
+    validation,
+    viz,
+)
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from .decoding import Hypothesis, beam_search, greedy_decode, sample, sampling_distribution
@@ -22,6 +36,7 @@ from .embeddings import (
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput, FeedForward, LayerCache, Residual
 from .masks import causal_mask, combine_masks, padding_mask
 from .models import DecoderOnlyModel, DecodingState, EncoderOnlyModel, Transformer, TransformerConfig
+from .tokenization import BPETokenizer, CharTokenizer, Vocab, WordTokenizer, pad_batch
 from .training import History, evaluate, noam_lr, noam_schedule, sequence_loss, token_accuracy, train
 
 __version__ = "0.1.0"

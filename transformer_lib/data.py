@@ -228,7 +228,7 @@ def _random_noun_phrase(rng: random.Random) -> list[str]:
 def toy_translation_corpus(n_pairs: int, seed: int = 0) -> list[tuple[str, str]]:
     """Generate ``n_pairs`` distinct (English, Frenchy) sentence pairs of 3-11 words, deterministic from ``seed``.
 
-    About a third of the sentences are negated, most transitive verbs get an object; the vocabulary is ~80
+    About 30% of the sentences are negated, 7 of the 11 verbs take an object; the vocabulary is ~75
     English words. Used in the translation chapters, where cross-attention maps show the reordering.
     """
     check_positive("n_pairs", n_pairs)

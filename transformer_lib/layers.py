@@ -331,15 +331,19 @@ class Decoder(_Stack):
 # --- PyTorch interop helpers: the only place that knows torch's attribute names ---------------------------------
 
 def _torch_layer_kwargs(layer: nn.Module) -> dict:
-    code = getattr(layer, "activation_relu_or_gelu", 0)  # torch: 1 = relu, 2 = gelu, 0 = something else
-    if code == 0:
-        raise ValueError("layer: only relu and gelu activations can be converted")
+    act = layer.activation  # torch stores the function (F.relu) or a module (nn.ReLU())
+    if act is F.relu or isinstance(act, nn.ReLU):
+        activation = "relu"
+    elif (act is F.gelu or isinstance(act, nn.GELU)) and getattr(act, "approximate", "none") == "none":
+        activation = "gelu"
+    else:
+        raise ValueError(f"layer: only relu and exact gelu activations can be converted, got {act}")
     return dict(
         d_model=layer.linear1.in_features,
         n_heads=layer.self_attn.num_heads,
         d_ff=layer.linear1.out_features,
         dropout=layer.dropout.p,
-        activation="relu" if code == 1 else "gelu",
+        activation=activation,
         norm_first=layer.norm_first,
         layer_norm_eps=layer.norm1.eps,
         bias=layer.linear1.bias is not None,

@@ -41,6 +41,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from .validation import check_choice, check_positive
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -51,38 +53,43 @@ SPACE_MARK = "▁"  # U+2581: "a space stood here", inside word and BPE tokens
 _PRE_TOKEN = re.compile(r" ?\w+| ?[^\w\s]+|\s")
 
 
-# ---------------------------------------------------------------------------------------------------
-# Argument checks shared by the classes below
-# ---------------------------------------------------------------------------------------------------
-def _is_int(value: Any) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
+# --------------------------------------------------------------------------- argument checks used below
+def _check_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _check_min(name: str, value: Any, lowest: int, why: str = "") -> None:
+    """Raise unless ``value`` is an int >= ``lowest``; ``why`` explains the bound."""
+    check_positive(name, value, allow_zero=True)
+    if value < lowest:
+        raise ValueError(f"{name}: expected an int >= {lowest}{why}, got {value!r}")
 
 
 def _check_text(text: Any, name: str = "text") -> None:
     if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+        raise TypeError(f"{name}: expected a str, got {type(text).__name__}")
 
 
 def _check_texts(texts: Any, name: str = "texts") -> list[str]:
     """Turn ``texts`` into a list of str, refusing a bare str and a corpus with no characters."""
     if isinstance(texts, str):
-        raise TypeError(f"{name} must be an iterable of str, got a single str {texts[:20]!r}; wrap it in a list")
+        raise TypeError(f"{name}: expected a list of str, got a single str {texts[:20]!r}; wrap it in a list")
     kind = type(texts).__name__
     texts = list(texts)
     if not texts:
-        raise ValueError(f"{name} must contain at least one string, got an empty {kind}")
+        raise ValueError(f"{name}: expected at least one string, got an empty {kind}")
     for i, text in enumerate(texts):
         _check_text(text, f"{name}[{i}]")
     if not any(texts):
-        raise ValueError(f"{name} must contain at least one character, got {len(texts)} empty string(s)")
+        raise ValueError(f"{name}: expected at least one character, got {len(texts)} empty string(s)")
     return texts
 
 
-def _check_id(value: Any, name: str, size: int) -> int:
-    if not _is_int(value):
-        raise TypeError(f"{name} must be an int token id, got {type(value).__name__} {value!r}")
-    if not 0 <= value < size:
-        raise ValueError(f"{name} must be a token id in [0, {size}), got {value}")
+def _check_id(name: str, value: Any, size: int) -> int:
+    if not 0 <= _check_int(name, value) < size:
+        raise ValueError(f"{name}: expected a token id in [0, {size}), got {value}")
     return int(value)
 
 
@@ -96,14 +103,12 @@ def pre_tokenize(text: str) -> list[str]:
     """
     _check_text(text)
     if SPACE_MARK in text:
-        raise ValueError(f"text must not contain {SPACE_MARK!r} (U+2581), the word-boundary mark of the word "
-                         f"and BPE tokenizers; found at index {text.index(SPACE_MARK)}")
+        raise ValueError(f"text: expected no {SPACE_MARK!r} (U+2581, the word-boundary mark of the word and BPE "
+                         f"tokenizers), got one at index {text.index(SPACE_MARK)}")
     return [piece.replace(" ", SPACE_MARK) for piece in _PRE_TOKEN.findall(text)]
 
 
-# ---------------------------------------------------------------------------------------------------
-# Vocabulary
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------- vocabulary
 class Vocab:
     """The lookup table between tokens and ids; the four special tokens always take ids 0-3.
 
@@ -116,15 +121,15 @@ class Vocab:
 
     def __init__(self, tokens: Iterable[str]) -> None:
         if isinstance(tokens, str):
-            raise TypeError(f"tokens must be an iterable of str, got a single str {tokens[:20]!r}")
+            raise TypeError(f"tokens: expected a list of str, got a single str {tokens[:20]!r}")
         self._tokens: list[str] = list(SPECIAL_TOKENS)
         self._ids: dict[str, int] = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
         for token in tokens:
             if not isinstance(token, str):
-                raise TypeError(f"tokens must hold str, got {type(token).__name__} {token!r}")
+                raise TypeError(f"tokens: expected str items, got {type(token).__name__} {token!r}")
             if token in self._ids:
                 what = "is a special token" if token in SPECIAL_TOKENS else "appears twice"
-                raise ValueError(f"tokens must be unique and not special, but {token!r} {what}")
+                raise ValueError(f"tokens: expected unique, non-special tokens, got {token!r}, which {what}")
             self._ids[token] = len(self._tokens)
             self._tokens.append(token)
 
@@ -137,20 +142,15 @@ class Vocab:
             min_freq: keep tokens seen at least this often.
             max_size: cap on ``len(vocab)``, the four special tokens included.
         """
-        if not _is_int(min_freq) or min_freq < 1:
-            raise ValueError(f"min_freq must be an int >= 1, got {min_freq!r}")
-        if max_size is not None and (not _is_int(max_size) or max_size < len(SPECIAL_TOKENS)):
-            raise ValueError(f"max_size must be None or an int >= {len(SPECIAL_TOKENS)} "
-                             f"(the special tokens), got {max_size!r}")
+        check_positive("min_freq", min_freq)
+        if max_size is not None:
+            _check_min("max_size", max_size, len(SPECIAL_TOKENS), " (room for the special tokens)")
         if isinstance(token_lists, str):
-            raise TypeError("token_lists must be an iterable of token lists, got a single str")
+            raise TypeError("token_lists: expected a list of token lists, got a single str")
         counts: Counter[str] = Counter()
         for i, tokens in enumerate(token_lists):
-            if isinstance(tokens, str):
-                raise TypeError(f"token_lists[{i}] must be a sequence of tokens, got a str {tokens[:20]!r}")
-            for token in tokens:
-                if not isinstance(token, str):
-                    raise TypeError(f"token_lists[{i}] must hold str, got {type(token).__name__} {token!r}")
+            if isinstance(tokens, str) or not all(isinstance(token, str) for token in tokens):
+                raise TypeError(f"token_lists[{i}]: expected a list of str tokens, got {tokens!r:.40}")
             counts.update(tokens)
         for special in SPECIAL_TOKENS:
             counts.pop(special, None)
@@ -183,19 +183,17 @@ class Vocab:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vocab) and self._tokens == other._tokens
 
-    __hash__ = None  # mutable-looking value object: equal by content, so not hashable
-
     def __repr__(self) -> str:
         return f"Vocab(size={len(self)}, tokens={self._tokens[:8]}{'...' if len(self) > 8 else ''})"
 
     def token(self, idx: int) -> str:
         """The token with id ``idx``; ``ValueError`` if ``idx`` is outside ``[0, len(self))``."""
-        return self._tokens[_check_id(idx, "idx", len(self))]
+        return self._tokens[_check_id("idx", idx, len(self))]
 
     def to_ids(self, tokens: Sequence[str]) -> list[int]:
         """Map tokens to ids, unknown ones to ``UNK_ID``."""
         if isinstance(tokens, str):
-            raise TypeError(f"tokens must be a sequence of tokens, got a str {tokens[:20]!r}; "
+            raise TypeError(f"tokens: expected a list of tokens, got a str {tokens[:20]!r}; "
                             "use a tokenizer's encode() for raw text")
         return [self[token] for token in tokens]
 
@@ -203,7 +201,7 @@ class Vocab:
         """Map ids back to tokens; an id outside ``[0, len(self))`` raises ``ValueError``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
-        return [self._tokens[_check_id(idx, f"ids[{i}]", len(self))] for i, idx in enumerate(ids)]
+        return [self._tokens[_check_id(f"ids[{i}]", idx, len(self))] for i, idx in enumerate(ids)]
 
     def to_dict(self) -> dict:
         """A JSON-ready description: ``{"tokens": [...]}`` with all tokens in id order."""
@@ -213,16 +211,14 @@ class Vocab:
     def from_dict(cls, d: dict) -> Vocab:
         """Inverse of :meth:`to_dict`; checks that the special tokens sit at their fixed ids."""
         if not isinstance(d, dict) or not isinstance(d.get("tokens"), list):
-            raise ValueError(f"d must be a dict with a 'tokens' list, got {type(d).__name__}")
+            raise ValueError(f"d: expected a dict with a 'tokens' list, got {type(d).__name__}")
         head = tuple(d["tokens"][: len(SPECIAL_TOKENS)])
         if head != SPECIAL_TOKENS:
-            raise ValueError(f"d['tokens'] must start with the special tokens {SPECIAL_TOKENS}, got {head}")
+            raise ValueError(f"d['tokens']: expected to start with {SPECIAL_TOKENS}, got {head}")
         return cls(d["tokens"][len(SPECIAL_TOKENS):])
 
 
-# ---------------------------------------------------------------------------------------------------
-# Tokenizers
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------- tokenizers
 class Tokenizer:
     """Common base: text -> tokens (:meth:`tokenize`, per subclass) -> ids (:class:`Vocab`), and back.
 
@@ -234,7 +230,7 @@ class Tokenizer:
 
     def __init__(self, vocab: Vocab) -> None:
         if not isinstance(vocab, Vocab):
-            raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
+            raise TypeError(f"vocab: expected a Vocab, got {type(vocab).__name__}")
         self.vocab = vocab
 
     vocab_size = property(lambda self: len(self.vocab), doc="Number of ids, special tokens included.")
@@ -265,7 +261,7 @@ class Tokenizer:
             ids: ``(T,)``
         """
         if isinstance(ids, torch.Tensor) and ids.dim() != 1:
-            raise ValueError(f"ids must be 1-D (T,), got shape {tuple(ids.shape)}; decode rows one by one")
+            raise ValueError(f"ids: expected a 1-D tensor (T,), got shape {tuple(ids.shape)}; decode rows one by one")
         tokens = self.vocab.to_tokens(ids)
         if skip_special_tokens:
             tokens = [t for t in tokens if t not in (PAD, BOS, EOS)]
@@ -289,12 +285,11 @@ class Tokenizer:
     def from_dict(cls, d: dict) -> Tokenizer:
         """Rebuild a tokenizer from :meth:`to_dict`. ``Tokenizer.from_dict`` dispatches on ``d["kind"]``."""
         kind = d.get("kind") if isinstance(d, dict) else None
-        if kind not in _TOKENIZER_KINDS:
-            raise ValueError(f"d['kind'] must be one of {sorted(_TOKENIZER_KINDS)}, got {kind!r}")
+        check_choice("d['kind']", kind, list(_TOKENIZER_KINDS))
         target = _TOKENIZER_KINDS[kind]
         if cls is not Tokenizer and cls is not target:
-            raise ValueError(f"this is a {kind!r} tokenizer, which {cls.__name__} cannot load; "
-                             f"use {target.__name__} or Tokenizer")
+            raise ValueError(f"d['kind']: expected {cls.kind!r} for {cls.__name__}, got {kind!r}; "
+                             f"load it with {target.__name__} or Tokenizer")
         return target._from_dict(d)
 
     @classmethod
@@ -390,13 +385,15 @@ class BPETokenizer(Tokenizer):
 
     def __init__(self, vocab: Vocab, merges: Sequence[tuple[str, str]]) -> None:
         super().__init__(vocab)
-        self.merges: list[tuple[str, str]] = []
-        for i, pair in enumerate(merges):
-            if len(pair) != 2 or not all(isinstance(s, str) and s in vocab for s in (*pair, "".join(pair))):
-                raise ValueError(f"merges[{i}] must be a pair of vocabulary tokens whose join is in vocab, "
+        self.merges: list[tuple[str, str]] = [tuple(pair) for pair in merges]
+        for i, pair in enumerate(self.merges):
+            if len(pair) != 2 or not all(isinstance(s, str) for s in pair) \
+                    or not all(t in vocab for t in (*pair, "".join(pair))):
+                raise ValueError(f"merges[{i}]: expected a pair of tokens that are in vocab, joined too, "
                                  f"got {pair!r}")
-            self.merges.append((pair[0], pair[1]))
-        self._ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
+        self._ranks = {pair: rank for rank, pair in enumerate(self.merges)}  # pair -> when it was learned
+        if len(self._ranks) != len(self.merges):
+            raise ValueError(f"merges: expected each pair once, got {len(self.merges) - len(self._ranks)} repeats")
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int | None = None,
@@ -407,14 +404,14 @@ class BPETokenizer(Tokenizer):
         ``tokenizers``, a merge whose result is already a token adds a merge but no vocabulary entry.
         """
         texts = _check_texts(texts)
-        if num_merges is not None and (not _is_int(num_merges) or num_merges < 0):
-            raise ValueError(f"num_merges must be None or an int >= 0, got {num_merges!r}")
+        if num_merges is not None:
+            check_positive("num_merges", num_merges, allow_zero=True)
         word_counts = Counter(word for text in texts for word in pre_tokenize(text))
         alphabet = sorted({ch for word in word_counts for ch in word})
         smallest = len(SPECIAL_TOKENS) + len(alphabet)
-        if vocab_size is not None and (not _is_int(vocab_size) or vocab_size < smallest):
-            raise ValueError(f"vocab_size must be None or an int >= {smallest} ({len(SPECIAL_TOKENS)} special "
-                             f"tokens + {len(alphabet)} characters in texts), got {vocab_size!r}")
+        if vocab_size is not None:
+            _check_min("vocab_size", vocab_size, smallest,
+                       f" ({len(SPECIAL_TOKENS)} special tokens + {len(alphabet)} characters in texts)")
 
         ids = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *alphabet])}
         words = [(list(word), count) for word, count in word_counts.items()]
@@ -435,8 +432,11 @@ class BPETokenizer(Tokenizer):
         """Split ``text`` into BPE tokens, using only the first ``max_merges`` merges (all if None)."""
         if max_merges is None:
             max_merges = len(self.merges)
-        elif not _is_int(max_merges) or not 0 <= max_merges <= len(self.merges):
-            raise ValueError(f"max_merges must be None or an int in [0, {len(self.merges)}], got {max_merges!r}")
+        else:
+            check_positive("max_merges", max_merges, allow_zero=True)
+            if max_merges > len(self.merges):
+                raise ValueError(f"max_merges: expected at most {len(self.merges)} (the merges learned), "
+                                 f"got {max_merges}")
         return [token for word in pre_tokenize(text) for token in self._split_word(word, max_merges)]
 
     def _split_word(self, word: str, max_merges: int) -> list[str]:
@@ -463,9 +463,7 @@ class BPETokenizer(Tokenizer):
 _TOKENIZER_KINDS: dict[str, type[Tokenizer]] = {c.kind: c for c in (CharTokenizer, WordTokenizer, BPETokenizer)}
 
 
-# ---------------------------------------------------------------------------------------------------
-# Batching
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------- batching
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len: int | None = None,
               device: torch.device | str | None = None) -> torch.Tensor:
     """Stack id sequences of different lengths into one tensor, padding on the right with ``pad_id``.
@@ -476,24 +474,18 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len:
         output: ``(B, T)`` int64, ``B = len(sequences)``, ``T = min(longest sequence, max_len)``.
     """
     if isinstance(sequences, (str, bytes)):
-        raise TypeError(f"sequences must be a sequence of id sequences, got {type(sequences).__name__}")
-    if not _is_int(pad_id):
-        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
-    if max_len is not None and (not _is_int(max_len) or max_len < 1):
-        raise ValueError(f"max_len must be None or an int >= 1, got {max_len!r}")
+        raise TypeError(f"sequences: expected a list of id lists, got {type(sequences).__name__}")
+    _check_int("pad_id", pad_id)
+    if max_len is not None:
+        check_positive("max_len", max_len)
     rows: list[list[int]] = []
     for i, seq in enumerate(sequences):
-        if isinstance(seq, torch.Tensor):
-            seq = seq.tolist()
+        seq = seq.tolist() if isinstance(seq, torch.Tensor) else seq
         if isinstance(seq, (str, bytes)) or not isinstance(seq, Iterable):
-            raise TypeError(f"sequences[{i}] must be a sequence of int ids, got {type(seq).__name__}")
-        row = list(seq)
-        for j, value in enumerate(row):
-            if not _is_int(value):
-                raise TypeError(f"sequences[{i}][{j}] must be an int id, got {type(value).__name__} {value!r}")
-        rows.append([int(v) for v in row])
+            raise TypeError(f"sequences[{i}]: expected a list of int ids, got {type(seq).__name__}")
+        rows.append([_check_int(f"sequences[{i}][{j}]", value) for j, value in enumerate(seq)])
     if not rows:
-        raise ValueError("sequences must hold at least one sequence, got an empty batch")
+        raise ValueError("sequences: expected at least one sequence, got an empty batch")
     T = max(len(row) for row in rows)
     if max_len is not None:
         T = min(T, max_len)

@@ -140,7 +140,7 @@ def train(
                 if scheduler is not None:
                     scheduler.step()
                 correct, counted = token_accuracy(logits.detach(), targets, model.config.pad_id)
-                history.loss.append(float(loss))
+                history.loss.append(float(loss.detach()))
                 history.accuracy.append(correct / max(counted, 1))
                 history.lr.append(optimizer.param_groups[0]["lr"])
                 steps += 1

@@ -39,7 +39,8 @@ def check_tensor(
             "bool": x.dtype == torch.bool,
         }.get(dtype, x.dtype == dtype) if isinstance(dtype, str) else x.dtype == dtype
         if not ok:
-            raise TypeError(f"{name}: expected a {dtype} tensor, got dtype {x.dtype}")
+            kind = {"float": "a floating-point", "int": "an integer", "bool": "a boolean"}.get(dtype, f"a {dtype}")
+            raise TypeError(f"{name}: expected {kind} tensor, got dtype {x.dtype}")
     return x
 
 

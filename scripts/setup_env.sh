@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Shared set-up for the build and test commands: create .venv if missing and install the book's packages into
+# it (torch first, then requirements.txt pinned by constraints.txt, then this project in editable mode).
+# Needs only Python >= 3.11 with pip and venv (and gcc for any package without a wheel). A second run with
+# unchanged requirements returns at once.
+#   PYTHON=python3.12 bash scripts/setup_env.sh        pick the interpreter that creates .venv
+#   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu  where torch comes from when none is installed
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="$root/.venv"
+py="$venv/bin/python"
+
+if [ ! -x "$py" ]; then
+    base="${PYTHON:-python3}"
+    if ! "$base" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "setup: need Python >= 3.11 as '$base' (set PYTHON=...); found: $("$base" --version 2>&1 || true)" >&2
+        exit 1
+    fi
+    echo "setup: creating $venv with $("$base" --version)"
+    "$base" -m venv "$venv"
+fi
+
+stamp="$venv/.transformer-book-setup"
+wanted="$(cat requirements.txt constraints.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] \
+    && "$py" -c "import importlib.metadata as m, torch; m.version('transformer-lib')" 2>/dev/null; then
+    exit 0  # already set up for these requirements
+fi
+
+# torch first and on its own: requirements.txt only asks for torch>=2.2, which an installed torch satisfies.
+# With none installed, pick 2.13.0 explicitly (on the project's machines pip finds its CPU wheel locally; a
+# bare "torch" would pull the newest CUDA build, several GB).
+if ! "$py" -c "import torch" 2>/dev/null; then
+    echo "setup: installing torch ${TORCH_VERSION:-2.13.0}"
+    "$py" -m pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==${TORCH_VERSION:-2.13.0}"
+fi
+echo "setup: installing requirements.txt (pinned by constraints.txt) and transformer_lib (editable)"
+"$py" -m pip install -r requirements.txt -c constraints.txt -e .
+# Register this environment's Python as the "python3" kernel that the notebooks name, so that Jupyter Book,
+# nbval and jupyter lab run them here even if the user has another python3 kernel installed.
+"$py" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
+echo "$wanted" > "$stamp"
+echo "setup: done"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Run every test: unit tests, every notebook under nbval (each must finish within 90 s), then build the site
+# and check it in headless Chromium (skipped, with a message, when /usr/bin/chromium is missing).
+# Every stage runs; the exit status is non-zero if any stage failed.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/setup_env.sh || exit 1
+py=.venv/bin/python
+failed=()
+
+stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
+    local name="$1"; shift
+    local start=$(date +%s)
+    echo; echo "=== $name: $*"
+    if "$@"; then
+        echo "=== $name: passed in $(( $(date +%s) - start )) s"
+    else
+        echo "=== $name: FAILED (exit $?) after $(( $(date +%s) - start )) s"
+        failed+=("$name")
+    fi
+}
+
+stage "unit tests" $py -m pytest tests -m "not browser" -n 2 --dist loadfile
+stage "notebooks" $py -m pytest --nbval-lax book -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
+stage "build" bash scripts/build_book.sh
+if [ -d _build/html ]; then
+    stage "browser" $py -m pytest tests/test_browser.py -m browser
+else
+    echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")
+fi
+
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "test_all: FAILED stages: ${failed[*]}"
+    exit 1
+fi
+echo "test_all: all stages passed"

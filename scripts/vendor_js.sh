@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Refresh the JavaScript the website serves from book/_static/vendor/ (committed, so that building and
+# reading the book need neither npm nor a network). Run by hand when bumping a version; needs npm.
+#   require.js            npm: requirejs                      (loads the widget modules, as myst-nb expects)
+#   ipywidgets/embed-amd.js  npm: @jupyter-widgets/html-manager  (draws saved ipywidgets state on a page)
+#   mathjax/              npm: mathjax                        (typesets $...$; Sphinx would fetch it from a CDN)
+# plotly.min.js is NOT vendored here: transformer_lib.viz copies it from the installed plotly package at
+# build time, so the site's plotly.js always matches the Python plotly that wrote the figures.
+set -euo pipefail
+REQUIREJS_VERSION=2.3.7
+HTML_MANAGER_VERSION=1.0.15   # pairs with ipywidgets 8.1 (@jupyter-widgets/controls 5, base 6)
+MATHJAX_VERSION=3.2.2
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dest="$root/book/_static/vendor"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+npm pack --silent "requirejs@$REQUIREJS_VERSION" "@jupyter-widgets/html-manager@$HTML_MANAGER_VERSION" \
+    "mathjax@$MATHJAX_VERSION" >/dev/null
+for tgz in *.tgz; do mkdir -p "${tgz%.tgz}" && tar xzf "$tgz" -C "${tgz%.tgz}"; done
+
+rm -rf "$dest" && mkdir -p "$dest/ipywidgets" "$dest/mathjax/output/chtml/fonts" "$dest/mathjax/input/tex"
+cp "requirejs-$REQUIREJS_VERSION/package/require.js" "$dest/require.js"
+cp "jupyter-widgets-html-manager-$HTML_MANAGER_VERSION/package/dist/embed-amd.js" "$dest/ipywidgets/"
+# its icon fonts (Font Awesome), found through book/_static/ipywidgets-setup.js; modern browsers need no more
+cp "jupyter-widgets-html-manager-$HTML_MANAGER_VERSION/package/dist/"*.woff2 \
+   "jupyter-widgets-html-manager-$HTML_MANAGER_VERSION/package/dist/"*.woff "$dest/ipywidgets/"
+mj="mathjax-$MATHJAX_VERSION/package"
+cp "$mj/es5/tex-mml-chtml.js" "$dest/mathjax/"
+cp -r "$mj/es5/output/chtml/fonts/woff-v2" "$dest/mathjax/output/chtml/fonts/"
+cp -r "$mj/es5/input/tex/extensions" "$dest/mathjax/input/tex/"   # loaded on demand by \require / autoload
+cp "$mj/LICENSE" "$dest/mathjax/LICENSE"
+
+cat > "$dest/VERSIONS.txt" <<TXT
+requirejs@$REQUIREJS_VERSION (MIT) -> require.js
+@jupyter-widgets/html-manager@$HTML_MANAGER_VERSION (BSD-3-Clause) -> ipywidgets/embed-amd.js and its Font Awesome fonts (SIL OFL 1.1)
+mathjax@$MATHJAX_VERSION (Apache-2.0) -> mathjax/ (es5/tex-mml-chtml.js, CHTML woff-v2 fonts, TeX extensions)
+Refresh with: bash scripts/vendor_js.sh
+TXT
+(cd "$dest" && find . -type f | sort | xargs sha256sum > "$work/SHA256SUMS" && mv "$work/SHA256SUMS" .)
+du -sh "$dest"

@@ -1,0 +1,203 @@
+"""The built website in a real browser: headless Chromium, offline, every page.
+
+Serves ``_build/html`` on 127.0.0.1 from a thread and opens each page in Debian's Chromium (driven by
+playwright) with every non-loopback request aborted and recorded. Asserts: no JavaScript error (other than the
+known harmless ones listed below), no request left the machine, no local file failed to load, every plotly
+figure drew its SVG, every widget area shows content, and the search page finds "attention". Full-page
+screenshots go to ``_build/screenshots/``. Skipped, with a message, when Chromium or the built site is absent.
+Run after ``bash scripts/build_book.sh``:  ``pytest tests/test_browser.py -m browser``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"]
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# Console errors that are not the site's fault. Each entry says why it is harmless; keep the list short.
+KNOWN_HARMLESS: list[re.Pattern] = [
+    # sphinx-thebe (always loaded by Jupyter Book 1) registers an inline config script that Sphinx 7.4 then
+    # emits twice (it re-adds registry scripts under the filename '' next to the original None); the second
+    # copy fails to redeclare its constants. Thebe is off (launch_buttons.thebe: false), so nothing uses them.
+    re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
+]
+DRAWN_TIMEOUT_MS = 30_000
+
+
+def _site_pages() -> list[str]:
+    if not (SITE / "index.html").exists():
+        return []
+    return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
+                  if not p.relative_to(SITE).parts[0].startswith("_"))
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args) -> None:  # keep the test output readable
+        pass
+
+
+def _serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(_QuietHandler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.fixture(scope="module")
+def site_url() -> Iterator[str]:
+    if not (SITE / "index.html").exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    server, url = _serve(SITE)
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's package with `apt-get install chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+class Visit:
+    """One offline page visit that records blocked requests, failed loads and JavaScript errors."""
+
+    def __init__(self, browser, url: str) -> None:
+        self.blocked: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self._error(f"uncaught: {exc}"))
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+        self.page.on("requestfailed", self._request_failed)
+        self.page.goto(url, wait_until="load")
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK:
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def _console(self, message) -> None:
+        # a blocked request also logs "Failed to load resource"; it is already in self.blocked
+        if message.type == "error" and not (self.blocked and "net::ERR_FAILED" in message.text):
+            self._error(message.text)
+
+    def _error(self, text: str) -> None:
+        if not any(p.search(text) for p in KNOWN_HARMLESS):
+            self.errors.append(text)
+
+    def _request_failed(self, request) -> None:
+        if request.url not in self.blocked:
+            self.failed.append(f"{request.failure} {request.url}")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.mark.parametrize("name", _site_pages() or ["<no built site>"])
+def test_page_renders_offline(name: str, browser, site_url: str) -> None:
+    visit = Visit(browser, site_url + name)
+    page = visit.page
+    try:
+        figures = page.locator(".tl-plotly-figure, .plotly-graph-div")
+        n_figures = figures.count()
+        if n_figures:  # each must have drawn its SVG (plotly adds .js-plotly-plot to the div it draws into)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.tl-plotly-figure, .plotly-graph-div')]"
+                ".every(d => d.classList.contains('js-plotly-plot') && d.querySelector('.main-svg'))",
+                timeout=DRAWN_TIMEOUT_MS)
+        views = page.locator("script[type='application/vnd.jupyter.widget-view+json']")
+        n_widgets = views.count()
+        if n_widgets:  # the embed manager draws each view in a .widget-subarea just before its script tag
+            page.wait_for_function(
+                "() => [...document.querySelectorAll(\"script[type='application/vnd.jupyter.widget-view+json']\")]"
+                ".every(s => { const a = s.previousElementSibling;"
+                " return a && a.classList.contains('widget-subarea') && a.innerText.trim().length > 0"
+                " && a.getBoundingClientRect().height > 0; })",
+                timeout=DRAWN_TIMEOUT_MS)
+        if page.locator("mjx-container").count() or page.locator(".math").count():
+            page.wait_for_function("() => document.querySelectorAll('.math').length === 0"
+                                   " || document.querySelectorAll('mjx-container').length > 0",
+                                   timeout=DRAWN_TIMEOUT_MS)
+        page.wait_for_timeout(300)  # let late scripts report their errors
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / (name.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+        assert not visit.blocked, f"{name}: requests left the machine: {visit.blocked}"
+        assert not visit.failed, f"{name}: local files failed to load: {visit.failed}"
+        assert not visit.errors, f"{name}: JavaScript errors: {visit.errors}"
+        assert "plotly.js did not load" not in page.inner_text("body")
+        drawn = page.locator(".js-plotly-plot .main-svg").count()
+        assert drawn >= n_figures, f"{name}: {n_figures} plotly figures but {drawn} drew an SVG"
+    finally:
+        visit.close()
+
+
+def test_search_finds_attention(browser, site_url: str) -> None:
+    visit = Visit(browser, site_url + "search.html?q=attention")
+    try:
+        hits = visit.page.locator("#search-results ul.search li")
+        hits.first.wait_for(timeout=DRAWN_TIMEOUT_MS)
+        assert hits.count() >= 1
+        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
+    finally:
+        visit.close()
+
+
+def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path) -> None:
+    """The layer menu and head slider of viz.attention_grid, clicked in a real page with no Python behind it."""
+    plotly_js = SITE / "_static" / "plotly.min.js"
+    if not plotly_js.exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    import numpy as np
+
+    from transformer_lib import viz
+
+    weights = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 3, 4))  # (L=2, H=3, Tq=4, Tk=4)
+    fig = viz.attention_grid(weights, list("abcd"), list("abcd"))
+    (tmp_path / "plotly.min.js").write_bytes(plotly_js.read_bytes())
+    (tmp_path / "grid.html").write_text(fig.to_html(include_plotlyjs="plotly.min.js", full_html=True,
+                                                    div_id="grid"), encoding="utf-8")
+    server, url = _serve(tmp_path)
+    visit = Visit(browser, url + "grid.html")
+    page = visit.page
+    visible = "() => document.getElementById('grid').data.map(t => t.visible === true).indexOf(true)"
+    try:
+        page.wait_for_selector("#grid .main-svg")
+        assert page.evaluate(visible) == 0  # layer 1, head 1
+        page.locator("#grid .updatemenu-header-group").click()  # open the layer menu ...
+        page.locator("#grid .updatemenu-dropdown-button", has_text="layer 2").click()  # ... and pick layer 2
+        page.wait_for_function(f"() => ({visible})() === 3")  # trace index = layer * H + head = 1 * 3 + 0
+        rail = page.locator("#grid .slider-rail-touch-rect").bounding_box()
+        page.mouse.click(rail["x"] + rail["width"] - 2, rail["y"] + rail["height"] / 2)  # drag to the last head
+        page.wait_for_function(f"() => ({visible})() === 5")  # layer 2, head 3
+        assert "layer 2, head 3" in page.evaluate("() => document.getElementById('grid').layout.title.text")
+        assert not visit.errors and not visit.blocked, (visit.errors, visit.blocked)
+    finally:
+        visit.close()
+        server.shutdown()

@@ -1,0 +1,61 @@
+"""Checkpoints: bit-exact round trips, and readable errors for missing, corrupted or mismatched files."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import transformer_lib as tl
+
+CFG = dict(src_vocab_size=15, tgt_vocab_size=17, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1,
+           d_ff=32, dropout=0.1, max_len=20)
+
+
+@pytest.mark.parametrize("family", ["Transformer", "EncoderOnlyModel", "DecoderOnlyModel"])
+def test_round_trip_is_bit_exact(tmp_path, family):
+    torch.manual_seed(0)
+    cfg = tl.TransformerConfig(**CFG, norm_first=True, share_src_embedding=False)
+    model = getattr(tl, family)(cfg) if family != "EncoderOnlyModel" else tl.EncoderOnlyModel(cfg, n_outputs=3)
+    path = tl.save_checkpoint(model, tmp_path / "m.safetensors", extra={"note": "test"})
+    loaded = tl.load_checkpoint(path)
+    assert type(loaded) is type(model) and loaded.config == cfg and not loaded.training
+    assert loaded.checkpoint_extra == {"note": "test"}
+    a, b = model.state_dict(), loaded.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    if family == "Transformer":  # tied weights stay tied after loading
+        assert loaded.lm_head.weight is loaded.tgt_embed.token.weight
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(tl.CheckpointError, match="path: no checkpoint file at"):
+        tl.load_checkpoint(tmp_path / "nope.safetensors")
+
+
+def test_corrupted_file(tmp_path):
+    path = tl.save_checkpoint(tl.Transformer(tl.TransformerConfig(**CFG)), tmp_path / "m.safetensors")
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(tl.CheckpointError, match="is not a readable safetensors checkpoint"):
+        tl.load_checkpoint(path)
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(tl.CheckpointError):
+        tl.load_checkpoint(path)
+
+
+def test_weights_that_do_not_match_the_config(tmp_path):
+    path = tl.save_checkpoint(tl.Transformer(tl.TransformerConfig(**CFG)), tmp_path / "m.safetensors")
+    state = load_file(str(path))
+    with open(path, "rb") as f:  # keep the metadata, change the config inside it
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    meta = header["__metadata__"]
+    meta["config"] = json.dumps({**json.loads(meta["config"]), "d_ff": 48})
+    save_file(state, str(path), metadata=meta)
+    with pytest.raises(tl.CheckpointError, match="do not match its config"):
+        tl.load_checkpoint(path)
+
+
+def test_foreign_safetensors_file_is_rejected(tmp_path):
+    save_file({"w": torch.zeros(2)}, str(tmp_path / "x.safetensors"))
+    with pytest.raises(tl.CheckpointError, match="was not written by transformer_lib.save_checkpoint"):
+        tl.load_checkpoint(tmp_path / "x.safetensors")

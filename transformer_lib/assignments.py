@@ -1,0 +1,264 @@
+"""The assignments: their list, and student notebooks generated from the solution notebooks.
+
+There is one source per assignment, the solution notebook ``assignments/NN_name.ipynb``, whose answers sit
+between nbgrader's markers::
+
+    def attention(q, k, v, mask=None):
+        \"\"\"...docstring...\"\"\"
+        ### BEGIN SOLUTION
+        ...
+        ### END SOLUTION
+
+``python -m transformer_lib.assignments`` writes the student notebook ``book/assignments/NN_name.ipynb`` with
+each marked block replaced by a stub that raises ``NotImplementedError`` (the signature and docstring stay), every
+output cleared, cells tagged ``solution-only`` dropped, and cells tagged ``demo`` (which call the learner's code)
+tagged ``raises-exception`` as well, so that executing a student notebook (nbval, the website build) expects their
+``NotImplementedError``. ``--check`` only reports whether the committed student notebooks are up to date, and
+``--teacher-book DIR`` copies the book with the solutions in place of the student notebooks (build it with
+``jupyter-book build DIR``; never publish it).
+
+:data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines and the check of
+:mod:`transformer_lib.checks` that grades it; the grader and ``checks.check_assignment`` read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Exercise", "Assignment", "ASSIGNMENTS", "get_assignment", "student_source", "student_notebook",
+           "generate", "notebook_namespace", "build_teacher_book", "main"]
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded piece: ``check`` (a function name in transformer_lib.checks) is called on ``names``."""
+
+    names: tuple[str, ...]
+    check: str
+    extension: bool = False  # optional extra work; reported like the others
+
+    @property
+    def name(self) -> str:
+        return self.check.removeprefix("check_")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """An assignment notebook: ``id`` is its file name without ``.ipynb``, e.g. ``"03_attention"``."""
+
+    id: str
+    title: str
+    chapter: str
+    exercises: tuple[Exercise, ...]
+
+
+ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in (
+    Assignment("01_tokenizer", "A word tokenizer with special tokens and padding", "tokenization",
+               (Exercise(("build_vocab",), "check_build_vocab"), Exercise(("encode",), "check_encode"),
+                Exercise(("pad_sequences",), "check_pad_sequences"))),
+    Assignment("02_positional_encoding", "The sinusoidal positional encoding", "positional encoding",
+               (Exercise(("positional_encoding",), "check_positional_encoding"),)),
+    Assignment("03_attention", "Scaled dot-product attention", "attention",
+               (Exercise(("attention",), "check_attention"),)),
+    Assignment("04_masks", "Padding and causal masks", "masks",
+               (Exercise(("make_padding_mask",), "check_padding_mask"),
+                Exercise(("make_causal_mask",), "check_causal_mask"),
+                Exercise(("make_decoder_mask",), "check_decoder_mask"))),
+    Assignment("05_multi_head_attention", "Multi-head attention", "multi-head attention",
+               (Exercise(("split_heads",), "check_split_heads"), Exercise(("merge_heads",), "check_merge_heads"),
+                Exercise(("MultiHead",), "check_multi_head_attention"))),
+    Assignment("06_decoder", "A decoder layer, greedy decoding and beam search", "decoder and decoding",
+               (Exercise(("DecoderBlock",), "check_decoder_layer"),
+                Exercise(("decode_greedy",), "check_greedy_decode"),
+                Exercise(("decode_beam",), "check_beam_search", extension=True))),
+)}
+
+
+def get_assignment(assignment_id: str) -> Assignment:
+    """The assignment called ``assignment_id`` (e.g. ``"03_attention"``); ``KeyError`` lists the known ones."""
+    try:
+        return ASSIGNMENTS[assignment_id]
+    except KeyError:
+        raise KeyError(f"assignment_id: expected one of {sorted(ASSIGNMENTS)}, got {assignment_id!r}") from None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Solution -> student
+# --------------------------------------------------------------------------------------------------------------
+def _enclosing_name(lines: list[str], indent: str) -> str:
+    """``Class.method`` or ``function`` that the marker at ``indent`` sits in (from the lines above it)."""
+    names, level = [], len(indent)
+    for line in reversed(lines):
+        m = re.match(r"(\s*)(?:async\s+)?(def|class)\s+(\w+)", line)
+        if m and len(m.group(1)) < level:
+            names.append(m.group(3))
+            level = len(m.group(1))
+    return ".".join(reversed(names)) or "this cell"
+
+
+def student_source(source: str, *, code: bool = True) -> str:
+    """``source`` with each ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` block replaced by a stub.
+
+    In code the stub is ``raise NotImplementedError(...)`` at the marker's indentation; in markdown it is an
+    "answer here" line. Unbalanced markers raise ``ValueError``.
+    """
+    out: list[str] = []
+    inside = False
+    for number, line in enumerate(source.splitlines(), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise ValueError(f"source: line {number} opens a solution block inside another one")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            if code:
+                name = _enclosing_name(out, indent)
+                out += [f"{indent}# YOUR CODE HERE",
+                        f'{indent}raise NotImplementedError("{name}: not implemented yet")']
+            else:
+                out.append("*Write your answer here.*")
+        elif marker == END:
+            if not inside:
+                raise ValueError(f"source: line {number} closes a solution block that was never opened")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"source: a solution block is never closed ({END!r} missing)")
+    return "\n".join(out)
+
+
+def student_notebook(solution: Any) -> Any:
+    """The student version of a solution notebook (an ``nbformat.NotebookNode``); the input is not changed."""
+    import nbformat
+
+    nb = nbformat.from_dict(solution)  # a deep copy
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        tags = list(cell.metadata.get("tags", []))
+        if "solution-only" in tags:
+            continue
+        try:
+            cell.source = student_source(cell.source, code=cell.cell_type == "code")
+        except ValueError as e:
+            raise ValueError(f"cell {i}: {e}") from None
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            if "demo" in tags and "raises-exception" not in tags:
+                cell.metadata["tags"] = tags + ["raises-exception"]
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def _clean(nb: Any) -> str:
+    import nbformat
+
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nbformat.writes(nb) + "\n"
+
+
+def generate(root: Path = REPO_ROOT, *, check_only: bool = False) -> list[Path]:
+    """Write ``book/assignments/NN.ipynb`` for every ``assignments/NN.ipynb`` under ``root``.
+
+    Returns the student notebooks that were (with ``check_only``: that would be) created or changed.
+    """
+    import nbformat
+
+    src_dir, dst_dir = Path(root) / "assignments", Path(root) / "book" / "assignments"
+    sources = sorted(src_dir.glob("[0-9][0-9]_*.ipynb"))
+    if not sources:
+        raise FileNotFoundError(f"root: no solution notebooks assignments/NN_name.ipynb under {root}")
+    changed = []
+    for src in sources:
+        text = _clean(student_notebook(nbformat.read(src, as_version=4)))
+        dst = dst_dir / src.name
+        if not dst.exists() or dst.read_text(encoding="utf-8") != text:
+            changed.append(dst)
+            if not check_only:
+                dst_dir.mkdir(parents=True, exist_ok=True)
+                dst.write_text(text, encoding="utf-8")
+    return changed
+
+
+def notebook_namespace(path: str | Path, *, skip_tags: tuple[str, ...] = ("check",)) -> dict[str, Any]:
+    """Run the code cells of the notebook at ``path`` (except those tagged ``skip_tags``) in one fresh namespace
+    and return it: the way tests and teachers get at a notebook's functions without a kernel."""
+    import nbformat
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    namespace: dict[str, Any] = {"__name__": f"notebook_{path.stem}"}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and not set(cell.metadata.get("tags", [])) & set(skip_tags):
+            exec(compile(cell.source, f"{path.name} (cell {i})", "exec"), namespace)
+    return namespace
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A teacher's copy of the book, with the solutions
+# --------------------------------------------------------------------------------------------------------------
+_NOT_COPIED = (".git", ".venv", "venv", "_build", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
+               "node_modules", "*.egg-info", ".jupyter_cache")
+
+
+def build_teacher_book(dest: str | Path, root: Path = REPO_ROOT, *, build: bool = False) -> Path:
+    """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks in place of the student
+    ones; with ``build`` also run ``jupyter-book build dest``. Returns ``dest``.
+
+    The public site only ever holds the student notebooks: hiding a cell on a page is not secrecy.
+    """
+    root, dest = Path(root).resolve(), Path(dest).resolve()
+    if dest == root or root in dest.parents:
+        raise ValueError(f"dest: must lie outside the repository {root}, got {dest}")
+    if dest.exists() and any(dest.iterdir()):
+        raise FileExistsError(f"dest: expected a new or empty folder, got {dest}")
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
+    for solution in sorted((root / "assignments").glob("[0-9][0-9]_*.ipynb")):
+        shutil.copyfile(solution, dest / "book" / "assignments" / solution.name)
+    if build:
+        subprocess.run(["jupyter-book", "build", str(dest)], check=True)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_lib.assignments",
+        description="Generate the student notebooks book/assignments/NN.ipynb from the solutions in "
+                    "assignments/, or build a teacher's copy of the book with the solutions.")
+    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root (default: %(default)s)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit with status 1 if a student notebook is out of date")
+    parser.add_argument("--teacher-book", type=Path, metavar="DIR",
+                        help="copy the book to DIR with the solution notebooks in place of the student ones")
+    parser.add_argument("--build", action="store_true", help="with --teacher-book: also run jupyter-book build DIR")
+    args = parser.parse_args(argv)
+    if args.teacher_book:
+        dest = build_teacher_book(args.teacher_book, args.root, build=args.build)
+        print(f"Teacher's copy with solutions: {dest}" + ("" if args.build else f"\nBuild it: jupyter-book build {dest}"))
+        return 0
+    changed = generate(args.root, check_only=args.check)
+    for path in changed:
+        print(f"{'out of date' if args.check else 'wrote'}: {path.relative_to(args.root)}")
+    if args.check and changed:
+        print("Run `python -m transformer_lib.assignments` and commit the result.", file=sys.stderr)
+        return 1
+    if not changed:
+        print("Student notebooks are up to date.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,502 @@
+"""Figures every chapter draws, in one colour scheme, and the plumbing that shows them live and on the website.
+
+Each helper takes ``backend="plotly"`` (interactive: hover, zoom, sliders; the default) or ``"matplotlib"``
+(a static :class:`matplotlib.figure.Figure`) and returns the figure; a notebook shows it when it is the last
+expression of a cell, or with ``fig.show()``. Arrays may be torch tensors (on any device) or NumPy arrays.
+
+Shape legend: ``Tq`` query length, ``Tk`` key length, ``L`` layers, ``H`` heads, ``T`` positions, ``C`` d_model.
+
+How a plotly figure reaches the reader (set up once, at ``import transformer_lib``):
+
+* In a live notebook the figure is sent as plotly's own MIME type, which JupyterLab, Notebook 7 and VS Code
+  draw with the plotly.js they bundle (Colab keeps plotly's ``"colab"`` renderer).
+* On the website, :class:`PlotlyMystNbRenderer` (a myst-nb plugin, registered in ``pyproject.toml``) turns
+  that MIME type into a ``<div>`` plus a call to ``Plotly.newPlot``, and :func:`setup` (a Sphinx extension)
+  copies ``plotly.min.js`` from the installed plotly package into the site once, so no page inlines it and
+  nothing is fetched from the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import torch
+
+__all__ = [
+    "COLORS", "SEQUENTIAL", "DIVERGING", "Box",
+    "heatmap", "attention_heatmap", "cross_attention_heatmap", "mask_heatmap", "attention_grid",
+    "positional_encoding_heatmap", "line_plot", "training_curves", "block_diagram",
+]
+
+COLORS = ("#2f6db5", "#e07b39", "#3a9e6a", "#b5403a", "#7a5ab5", "#8c8c8c")  # lines, bars, boxes
+SEQUENTIAL = "Blues"  # values in [0, 1] such as attention weights; the same name exists in matplotlib
+DIVERGING = "RdBu"  # signed values centred at 0, such as positional encodings
+_BLOCKED = "#e6e6e6"  # mask cells that may not be attended to
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+_TEMPLATE = "transformer_book"
+
+
+# ----------------------------------------------------------------------------------------------- input checks
+def _as_array(name: str, x: Any, ndim: int) -> np.ndarray:
+    """A float NumPy copy of ``x`` (tensor on any device, array or nested list) with exactly ``ndim`` dims."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().to(device="cpu", dtype=torch.float32).numpy()
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {tuple(arr.shape)}")
+    return arr
+
+
+def _labels(name: str, labels: Sequence[Any] | None, n: int) -> list[str]:
+    """Axis labels as strings; positions ``0..n-1`` when ``labels`` is None."""
+    if labels is None:
+        return [str(i) for i in range(n)]
+    labels = [str(t) for t in labels]
+    if len(labels) != n:
+        raise ValueError(f"{name}: expected {n} labels to match the data, got {len(labels)}")
+    return labels
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in ("plotly", "matplotlib"):
+        raise ValueError(f"backend: expected 'plotly' or 'matplotlib', got {backend!r}")
+
+
+def _mpl_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.5)):
+    """A matplotlib Figure outside pyplot, so a notebook shows it once (as the cell's value), not twice."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.flat:
+        ax.set_prop_cycle(color=list(COLORS))
+    return fig, axes
+
+
+# --------------------------------------------------------------------------------------------------- heatmaps
+def _heatmap_trace(z, x_labels, y_labels, colorscale, zmin, zmax, zmid, *, text=None,
+                   names: tuple[str, str] = ("row", "column"), **kw) -> go.Heatmap:
+    # Numeric axes with tick text: a repeated token ("the ... the") must stay two columns, not merge into one.
+    # Hover shows the labels through customdata, but only for token-sized grids: it costs two strings a cell.
+    small = len(x_labels) * len(y_labels) <= 4096
+    hover = np.array([[(yl, xl) for xl in x_labels] for yl in y_labels], dtype=object) if small else None
+    where = "%{customdata[0]}" if small else "%{y}", "%{customdata[1]}" if small else "%{x}"
+    return go.Heatmap(
+        z=np.asarray(z, dtype=np.float32), x=list(range(len(x_labels))), y=list(range(len(y_labels))),
+        customdata=hover, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, text=text,
+        texttemplate="%{text}" if text is not None else None,
+        hovertemplate=f"{names[0]}: {where[0]}<br>{names[1]}: {where[1]}<br>value: %{{z:.3f}}<extra></extra>",
+        **kw,
+    )
+
+
+def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, row=None, col=None) -> None:
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=x_labels, title=x_title,
+                     side="top", row=row, col=col)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=y_labels, title=y_title,
+                     autorange="reversed", row=row, col=col)  # row 0 at the top, as in a matrix
+
+
+def _mpl_heatmap(ax, z, x_labels, y_labels, cmap, vmin, vmax, x_title, y_title, annotate=False):
+    image = ax.imshow(z, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(x_labels)), x_labels, rotation=90 if max(map(len, x_labels)) > 3 else 0)
+    ax.set_yticks(range(len(y_labels)), y_labels)
+    ax.set_xlabel(x_title)
+    ax.set_ylabel(y_title)
+    if annotate:
+        for (i, j), v in np.ndenumerate(z):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8)
+    return image
+
+
+def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[Any] | None = None, *,
+            title: str | None = None, x_title: str | None = None, y_title: str | None = None,
+            diverging: bool = False, zmin: float | None = None, zmax: float | None = None,
+            show_values: bool = False, hover_names: tuple[str, str] = ("row", "column"),
+            backend: str = "plotly"):
+    """A labelled matrix: row ``i`` is ``y_labels[i]`` (top to bottom), column ``j`` is ``x_labels[j]``.
+
+    ``diverging=True`` uses the red-blue scale centred at 0 (for signed values); otherwise light-to-dark blue.
+
+    Shape:
+        z: (rows, cols)
+    """
+    _check_backend(backend)
+    z = _as_array("z", z, 2)
+    xl, yl = _labels("x_labels", x_labels, z.shape[1]), _labels("y_labels", y_labels, z.shape[0])
+    if diverging and zmin is None and zmax is None:
+        zmax = float(np.abs(z).max()) or 1.0
+        zmin = -zmax
+    if backend == "matplotlib":
+        fig, axes = _mpl_figure(size=(1.2 + 0.45 * len(xl), 1.2 + 0.4 * len(yl)) if len(xl) <= 24 else (7, 5))
+        image = _mpl_heatmap(axes[0, 0], z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
+                             x_title, y_title, annotate=show_values)
+        fig.colorbar(image, ax=axes[0, 0])
+        axes[0, 0].set_title(title or "")
+        return fig
+    text = np.vectorize(lambda v: f"{v:.2f}")(z) if show_values else None
+    fig = go.Figure(_heatmap_trace(z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
+                                   0.0 if diverging else None, text=text, names=hover_names))
+    _label_axes(fig, xl, yl, x_title, y_title)
+    fig.update_layout(title=title, height=min(700, max(320, 140 + 26 * len(yl))))
+    return fig
+
+
+def attention_heatmap(weights: Any, query_tokens: Sequence[Any] | None = None,
+                      key_tokens: Sequence[Any] | None = None, title: str | None = None, *,
+                      show_values: bool = False, backend: str = "plotly"):
+    """Attention weights: row ``i`` says how query token ``i`` spreads its attention over the key tokens.
+
+    Shape:
+        weights: (Tq, Tk), rows sum to 1
+    """
+    w = _as_array("weights", weights, 2)
+    return heatmap(w, key_tokens, query_tokens, title=title, x_title="key (attended to)",
+                   y_title="query (attending)", zmin=0.0, zmax=1.0, show_values=show_values,
+                   hover_names=("query", "key"), backend=backend)
+
+
+def cross_attention_heatmap(weights: Any, src_tokens: Sequence[Any], tgt_tokens: Sequence[Any],
+                            title: str | None = None, *, show_values: bool = False, backend: str = "plotly"):
+    """Encoder-decoder attention: each target (decoder) token's weights over the source (encoder) tokens.
+
+    Shape:
+        weights: (T, S) with T = len(tgt_tokens) rows and S = len(src_tokens) columns
+    """
+    w = _as_array("weights", weights, 2)
+    if w.shape != (len(tgt_tokens), len(src_tokens)):
+        hint = " (transposed? rows are target tokens)" if w.shape == (len(src_tokens), len(tgt_tokens)) else ""
+        raise ValueError(f"weights: expected shape (len(tgt_tokens), len(src_tokens)) = "
+                         f"({len(tgt_tokens)}, {len(src_tokens)}), got {tuple(w.shape)}{hint}")
+    return heatmap(w, src_tokens, tgt_tokens, title=title, x_title="source token (key, value)",
+                   y_title="target token (query)", zmin=0.0, zmax=1.0, show_values=show_values,
+                   hover_names=("target", "source"), backend=backend)
+
+
+def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[Any], title: str | None = None,
+                 *, backend: str = "plotly"):
+    """An attention mask as a grid: a tick where the query may attend to the key, grey where it may not.
+
+    Shape:
+        mask: bool, anything that broadcasts to (Tq, Tk) after dropping leading size-1 dims, e.g. the
+        (1, 1, 1, S) of ``padding_mask`` for one sequence or the (T, T) of ``causal_mask``.
+    """
+    _check_backend(backend)
+    m = mask.detach().to("cpu").numpy() if isinstance(mask, torch.Tensor) else np.asarray(mask)
+    while m.ndim > 2 and m.shape[0] == 1:
+        m = m[0]
+    shape = (len(query_tokens), len(key_tokens))
+    try:
+        m = np.broadcast_to(m.astype(bool), shape)
+    except ValueError:
+        raise ValueError(f"mask: expected a shape that broadcasts to (len(query_tokens), len(key_tokens)) = "
+                         f"{shape}, got {tuple(np.shape(mask))}") from None
+    xl, yl = _labels("key_tokens", key_tokens, shape[1]), _labels("query_tokens", query_tokens, shape[0])
+    if backend == "matplotlib":
+        from matplotlib.colors import ListedColormap
+
+        fig, axes = _mpl_figure(size=(1.2 + 0.45 * len(xl), 1.0 + 0.4 * len(yl)))
+        _mpl_heatmap(axes[0, 0], m.astype(float), xl, yl, ListedColormap([_BLOCKED, COLORS[0]]), 0, 1,
+                     "key", "query")
+        axes[0, 0].set_title(title or "")
+        return fig
+    fig = go.Figure(_heatmap_trace(m.astype(int), xl, yl, [[0, _BLOCKED], [1, COLORS[0]]], 0, 1, None,
+                                   text=np.where(m, "✓", ""), names=("query", "key"),
+                                   showscale=False, xgap=2, ygap=2))
+    _label_axes(fig, xl, yl, "key", "query")
+    fig.update_layout(title=title, height=min(600, max(260, 120 + 30 * len(yl))),
+                      width=max(300, 160 + 42 * len(xl)))
+    return fig
+
+
+def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
+                   key_tokens: Sequence[Any] | None = None, title: str = "Attention weights", *,
+                   backend: str = "plotly"):
+    """Every head of every layer. Plotly: a layer menu and a head slider that work without a running kernel.
+
+    Choosing a layer in the menu resets the slider to head 1. Matplotlib: an L x H grid of small heatmaps.
+
+    Shape:
+        weights: (L, H, Tq, Tk); one layer's (H, Tq, Tk) fits as ``weights[None]``
+    """
+    _check_backend(backend)
+    w = _as_array("weights", weights, 4)
+    n_layers, n_heads, tq, tk = w.shape
+    xl, yl = _labels("key_tokens", key_tokens, tk), _labels("query_tokens", query_tokens, tq)
+    if backend == "matplotlib":
+        fig, axes = _mpl_figure(n_layers, n_heads, size=(2.4 * n_heads + 1, 2.2 * n_layers + 0.6))
+        for (layer, head), ax in np.ndenumerate(axes):
+            _mpl_heatmap(ax, w[layer, head], xl, yl, SEQUENTIAL, 0, 1, None, None)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=9)
+        fig.suptitle(title)
+        return fig
+
+    def visible(layer: int, head: int) -> list[bool]:
+        return [(lay, hd) == (layer, head) for lay in range(n_layers) for hd in range(n_heads)]
+
+    def head_slider(layer: int) -> dict:
+        steps = [dict(method="update", label=str(head + 1),
+                      args=[{"visible": visible(layer, head)}, {"title.text": f"{title}: layer {layer + 1}, "
+                                                                              f"head {head + 1}"}])
+                 for head in range(n_heads)]
+        return dict(active=0, steps=steps, currentvalue=dict(prefix="head "), pad=dict(t=30))
+
+    fig = go.Figure([_heatmap_trace(w[lay, hd], xl, yl, SEQUENTIAL, 0, 1, None, names=("query", "key"),
+                                    visible=(lay, hd) == (0, 0),
+                                    name=f"layer {lay + 1}, head {hd + 1}")
+                     for lay in range(n_layers) for hd in range(n_heads)])
+    buttons = [dict(method="update", label=f"layer {layer + 1}",
+                    args=[{"visible": visible(layer, 0)},
+                          {"sliders": [head_slider(layer)], "title.text": f"{title}: layer {layer + 1}, head 1"}])
+               for layer in range(n_layers)]
+    _label_axes(fig, xl, yl, "key", "query")
+    fig.update_layout(title=f"{title}: layer 1, head 1", sliders=[head_slider(0)],
+                      updatemenus=[dict(buttons=buttons, active=0, x=1.0, xanchor="right", y=1.18, yanchor="top")],
+                      height=min(760, max(420, 220 + 26 * tq)), margin=dict(t=110))
+    return fig
+
+
+def positional_encoding_heatmap(pe: Any, title: str | None = "Positional encoding", *, backend: str = "plotly"):
+    """Positional encodings: one row per position ``pos``, one column per dimension ``i``.
+
+    Shape:
+        pe: (T, C)
+    """
+    pe = _as_array("pe", pe, 2)
+    return heatmap(pe, None, None, title=title, x_title="dimension i", y_title="position pos",
+                   diverging=True, backend=backend)
+
+
+# ----------------------------------------------------------------------------------------------------- curves
+def line_plot(x: Any, ys: Mapping[str, Any], *, title: str | None = None, x_title: str | None = None,
+              y_title: str | None = None, log_x: bool = False, log_y: bool = False, markers: bool = False,
+              backend: str = "plotly"):
+    """One line per entry of ``ys`` (name -> values), all over the same ``x``.
+
+    Shape:
+        x: (N,); every value in ys: (N,)
+    """
+    _check_backend(backend)
+    x = _as_array("x", x, 1)
+    if not ys:
+        raise ValueError("ys: expected at least one named series, got an empty mapping")
+    series = {name: _as_array(f"ys[{name!r}]", y, 1) for name, y in ys.items()}
+    for name, y in series.items():
+        if len(y) != len(x):
+            raise ValueError(f"ys[{name!r}]: expected {len(x)} values to match x, got {len(y)}")
+    if backend == "matplotlib":
+        fig, axes = _mpl_figure()
+        ax = axes[0, 0]
+        for name, y in series.items():
+            ax.plot(x, y, marker="o" if markers else None, label=name)
+        ax.set(title=title or "", xlabel=x_title, ylabel=y_title, xscale="log" if log_x else "linear",
+               yscale="log" if log_y else "linear")
+        ax.legend()
+        return fig
+    fig = go.Figure([go.Scatter(x=x, y=y, name=name, mode="lines+markers" if markers else "lines")
+                     for name, y in series.items()])
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, hovermode="x unified")
+    fig.update_xaxes(type="log" if log_x else "linear")
+    fig.update_yaxes(type="log" if log_y else "linear")
+    return fig
+
+
+def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: str | None = "Training",
+                    x_title: str = "step", log_y: bool = False, backend: str = "plotly"):
+    """Curves from ``{"train_loss": [...], "val_loss": [...]}`` or an object with list attributes (such as
+    ``tl.History``): one panel per quantity, where a quantity is the name after its last "_" (so
+    ``train_loss`` and ``val_loss`` share the "loss" panel while ``lr`` gets its own). A shorter series (say,
+    once per epoch) is stretched over the longest, so that its points line up with the training steps.
+    """
+    _check_backend(backend)
+    if isinstance(history, Mapping):
+        source = history
+    else:
+        source = dataclasses.asdict(history) if dataclasses.is_dataclass(history) else vars(history)
+    names = list(keys) if keys is not None else [
+        k for k, v in source.items() if not k.startswith("_") and isinstance(v, (list, tuple, np.ndarray))
+        and len(v) > 0 and all(isinstance(e, (int, float, np.number)) for e in v)]
+    missing = [k for k in names if k not in source]
+    if not names or missing:
+        raise ValueError(f"history: expected non-empty lists of numbers (keys={keys}), got keys {list(source)}")
+    panels: dict[str, list[str]] = {}
+    for k in names:
+        panels.setdefault(k.rsplit("_", 1)[-1], []).append(k)
+    longest = max(len(source[k]) for k in names)
+
+    def xs(k: str) -> np.ndarray:
+        return np.arange(1, len(source[k]) + 1) * longest / len(source[k])
+
+    if backend == "matplotlib":
+        fig, axes = _mpl_figure(len(panels), 1, size=(6.5, 2.4 * len(panels) + 0.6))
+        for ax, (quantity, members) in zip(axes[:, 0], panels.items()):
+            for i, k in enumerate(members):
+                ax.plot(xs(k), source[k], label=k, color=COLORS[names.index(k) % len(COLORS)])
+            ax.set(ylabel=quantity, yscale="log" if log_y else "linear")
+            ax.legend()
+        axes[-1, 0].set_xlabel(x_title)
+        fig.suptitle(title or "")
+        return fig
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    for row, (quantity, members) in enumerate(panels.items(), start=1):
+        for k in members:
+            fig.add_trace(go.Scatter(x=xs(k), y=source[k], name=k, mode="lines" if len(source[k]) > 30
+                                     else "lines+markers", line=dict(color=COLORS[names.index(k) % len(COLORS)])),
+                          row=row, col=1)
+        fig.update_yaxes(title_text=quantity, type="log" if log_y else "linear", row=row, col=1)
+    fig.update_xaxes(title_text=x_title, row=len(panels), col=1)
+    fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------- block diagram
+@dataclass(frozen=True)
+class Box:
+    """One labelled box of a :func:`block_diagram`, centred at (x, y) in diagram units.
+
+    A newline in ``label`` starts a new line of text.
+    """
+
+    name: str
+    label: str
+    x: float
+    y: float
+    width: float = 2.0
+    height: float = 0.6
+    color: str = COLORS[0]
+
+
+def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, str]] = (), *, title: str | None = None,
+                  height: int = 560, backend: str = "plotly"):
+    """Boxes joined by arrows (``(from_name, to_name)``, drawn from the top edge of one box to the bottom
+    edge of the other, or side to side when they share a row): an architecture drawn by code, no image file.
+    """
+    _check_backend(backend)
+    by_name = {b.name: b for b in boxes}
+    if len(by_name) != len(boxes):
+        raise ValueError("boxes: every Box needs a unique name")
+    for a, b in arrows:
+        if a not in by_name or b not in by_name:
+            raise ValueError(f"arrows: ({a!r}, {b!r}) names a box that does not exist; boxes are {list(by_name)}")
+
+    def ends(a: Box, b: Box) -> tuple[float, float, float, float]:
+        if abs(a.y - b.y) < 1e-9:  # same row: side to side
+            sign = 1 if b.x > a.x else -1
+            return a.x + sign * a.width / 2, a.y, b.x - sign * b.width / 2, b.y
+        sign = 1 if b.y > a.y else -1
+        return a.x, a.y + sign * a.height / 2, b.x, b.y - sign * b.height / 2
+
+    xs = [v for b in boxes for v in (b.x - b.width / 2, b.x + b.width / 2)]
+    ys = [v for b in boxes for v in (b.y - b.height / 2, b.y + b.height / 2)]
+    if backend == "matplotlib":
+        from matplotlib.patches import FancyBboxPatch
+
+        fig, axes = _mpl_figure(size=(7, height / 80))
+        ax = axes[0, 0]
+        for b in boxes:
+            ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height / 2), b.width, b.height,
+                                        boxstyle="round,pad=0.02", facecolor=b.color, alpha=0.25,
+                                        edgecolor=b.color))
+            ax.text(b.x, b.y, b.label, ha="center", va="center", fontsize=8)
+        for a, b in arrows:
+            x0, y0, x1, y1 = ends(by_name[a], by_name[b])
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", color="#555555"))
+        ax.set(xlim=(min(xs) - 0.2, max(xs) + 0.2), ylim=(min(ys) - 0.2, max(ys) + 0.2), title=title or "")
+        ax.axis("off")
+        return fig
+    fig = go.Figure()
+    for b in boxes:
+        fig.add_shape(type="rect", x0=b.x - b.width / 2, x1=b.x + b.width / 2, y0=b.y - b.height / 2,
+                      y1=b.y + b.height / 2, line=dict(color=b.color), fillcolor=b.color, opacity=0.25)
+        fig.add_annotation(x=b.x, y=b.y, text=b.label.replace("\n", "<br>"), showarrow=False, font=dict(size=12))
+    for a, b in arrows:
+        x0, y0, x1, y1 = ends(by_name[a], by_name[b])
+        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
+                           showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#555555")
+    fig.update_xaxes(visible=False, range=[min(xs) - 0.2, max(xs) + 0.2])
+    fig.update_yaxes(visible=False, range=[min(ys) - 0.2, max(ys) + 0.2])
+    fig.update_layout(title=title, height=height, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+# ------------------------------------------------------------------------------- showing figures, live and web
+def _configure_plotly() -> None:
+    """Register the book's template and pick a renderer that neither inlines nor downloads plotly.js."""
+    pio.templates[_TEMPLATE] = go.layout.Template(layout=dict(
+        colorway=list(COLORS), font=dict(size=13), margin=dict(l=60, r=20, t=60, b=50),
+        colorscale=dict(sequential=SEQUENTIAL, diverging=DIVERGING)))
+    pio.templates.default = f"plotly_white+{_TEMPLATE}"
+    if os.environ.get("PLOTLY_RENDERER"):
+        return  # the reader's explicit choice wins
+    # plotly picks "plotly_mimetype" inside Jupyter kernels (>= 6.1) but may add "notebook", which pastes the
+    # 4.8 MB plotly.js into the first output. Platforms plotly recognises (colab, vscode, ...) keep theirs.
+    if pio.renderers.default and "notebook" in pio.renderers.default.split("+"):
+        pio.renderers.default = "plotly_mimetype"
+
+
+_configure_plotly()
+
+
+class PlotlyMystNbRenderer:
+    """myst-nb plugin: draws plotly's MIME type on the website with the site's shared ``plotly.min.js``.
+
+    Registered under the ``myst_nb.mime_renderers`` entry point in ``pyproject.toml``. Without it myst-nb
+    knows no renderer for ``application/vnd.plotly.v1+json`` and leaves an empty space.
+    """
+
+    mime_priority_overrides = [(builder, PLOTLY_MIME, 15) for builder in ("html", "dirhtml", "singlehtml")]
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        if data.mime_type != PLOTLY_MIME:
+            return None  # let myst-nb's own renderers handle everything else
+        from docutils import nodes
+
+        renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
+        figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
+        div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
+        payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
+        html = (
+            f'<div id="{div_id}" class="tl-plotly-figure"></div>\n<script type="text/javascript">\n'
+            f"(function () {{\n  var fig = {payload};\n  function draw() {{\n"
+            f'    var el = document.getElementById("{div_id}");\n'
+            f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
+            f"return; }}\n"
+            f"    var config = Object.assign({{responsive: true, displaylogo: false}}, fig.config || {{}});\n"
+            f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
+            f"config: config}});\n  }}\n"
+            f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
+            f" else {{ draw(); }}\n}})();\n</script>"
+        )
+        return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
+
+    The file comes from the installed plotly package, so the site's plotly.js always matches the Python
+    plotly that wrote the figures; it is copied to ``_static/`` after the build, like myst-nb's own CSS.
+    """
+    from plotly.offline import get_plotlyjs  # noqa: F401  (fails loudly here if plotly is broken)
+    from sphinx.util.fileutil import copy_asset_file
+
+    def copy_plotly_js(app: Any, exception: Exception | None) -> None:
+        if exception is None and app.builder.format == "html":
+            import plotly
+
+            source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+            copy_asset_file(str(source), str(Path(app.outdir) / "_static" / "plotly.min.js"))
+
+    app.connect("build-finished", copy_plotly_js)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -39,6 +39,15 @@ def test_multiply_after_softmax_breaks_row_sums():
     assert torch.allclose(w[:2] / w[:2].sum(-1, keepdim=True), right[:2], atol=1e-6)
 
 
+def test_multiply_before_works_only_for_positive_blocked_scores():
+    scores = torch.tensor([[2.0, 1.5, 0.5], [2.0, -1.0, 0.5], [1.0, 0.0, 3.0]])
+    mask = torch.tensor([[True, False, True]]).expand(3, 3)
+    w = dg.naive_masked_softmax(scores, mask, "multiply_before")
+    assert torch.allclose(w[0], dg.naive_masked_softmax(scores, mask, "add_neg_inf")[0])  # 1.5 * -inf = -inf: fine
+    assert torch.isnan(w[1]).all()  # -1 * -inf = +inf
+    assert torch.isnan(w[2]).all()  # 0 * -inf = NaN
+
+
 def test_neg_inf_gives_nan_on_an_empty_row_and_the_library_gives_zeros():
     scores, mask = _scores_and_mask()
     w = dg.naive_masked_softmax(scores, mask, "add_neg_inf")
@@ -98,11 +107,12 @@ def test_peeking_model_mask_and_generation_without_cache():
 
 def test_copy_sequences_and_floor():
     s = dg.copy_sequences(5, 4, 10, seed=3)
-    assert s.shape == (5, 9) and torch.all(s[:, 0] == 1)
-    assert torch.equal(s[:, 1:5], s[:, 5:])
-    assert s[:, 1:].min() >= 4 and s[:, 1:].max() < 14
+    assert s.shape == (5, 10) and torch.all(s[:, 0] == 1) and torch.all(s[:, -1] == 2)
+    assert torch.equal(s[:, 1:5], s[:, 5:9])
+    assert s[:, 1:-1].min() >= 4 and s[:, 1:-1].max() < 14
     assert torch.equal(s, dg.copy_sequences(5, 4, 10, seed=3))
-    assert dg.copy_loss_floor(10) == pytest.approx(0.5 * math.log(10))
+    assert not torch.equal(s, dg.copy_sequences(5, 4, 10, seed=4))
+    assert dg.copy_loss_floor(4, 10) == pytest.approx(4 * math.log(10) / 9)
     with pytest.raises(ValueError, match="length"):
         dg.copy_sequences(5, 0)
 

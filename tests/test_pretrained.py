@@ -232,3 +232,5 @@ def test_padding_does_not_change_a_sentence(minilm):
     w = minilm.attentions(a)
     assert w.shape == (6, 12, len(minilm.tokens(a)), len(minilm.tokens(a)))
     assert torch.allclose(w.sum(-1), torch.ones(6, 12, w.shape[-1]), atol=1e-5)
+    batched = minilm.attention_maps([b, a])  # padded batch, padding cut off again
+    assert batched[1].shape == w.shape and (batched[1] - w).abs().max().item() < 1e-5

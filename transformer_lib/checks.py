@@ -309,7 +309,7 @@ def _tensor(x: Any, what: str, inputs: str) -> Tensor:
         return x.detach()
     hint = ("Return a torch.Tensor: build it with torch functions (torch.arange, torch.sin, ...), or convert at "
             "the end with torch.as_tensor(...).",)
-    raise _Fail(f"{what} is a {type(x).__name__}, expected a torch.Tensor.", f"Input: {inputs}", hint)
+    raise _Fail(f"{what}: expected a torch.Tensor, got a {type(x).__name__}.", f"Input: {inputs}", hint)
 
 
 def _expect_shape(what: str, x: Tensor, shape: tuple[int, ...], inputs: str, hints: tuple[str, ...] = ()) -> None:
@@ -443,7 +443,7 @@ def check_encode(encode: Callable) -> str:
 @_check("pad_sequences")
 def check_pad_sequences(pad_sequences: Callable) -> str:
     """Check ``pad_sequences(seqs, pad_id=0) -> (B, T) int64 tensor``, right-padded to the longest sequence."""
-    cases = [([[5, 6, 7], [8], [9, 10]], 0), ([[4, 5], [6]], 9), ([[4]], 0), ([[4, 5], []], 0)]
+    cases = [([[5, 6, 7, 8], [8], [9, 10]], 0), ([[4, 5], [6]], 9), ([[4]], 0), ([[4, 5], []], 0)]
     for seqs, pad_id in cases:
         inputs = f"seqs = {seqs}, pad_id = {pad_id}"
         got = _tensor(_call(pad_sequences, [list(s) for s in seqs], pad_id=pad_id, inputs=inputs), "The result",
@@ -604,7 +604,7 @@ def check_attention(attention: Callable) -> str:
         ref_out, ref_w = scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, need_weights=True,
                                                       impl="eager")
         T, S = q.shape[-2], k.shape[-2]
-        _expect_shape("The weights", w, tuple(ref_w.shape), inputs,
+        _expect_shape("The weight tensor", w, tuple(ref_w.shape), inputs,
                       ("There is one row of weights per query and one column per key: (..., T, S)."
                        + (" Yours is (..., S, T): compute q @ kᵀ, not k @ qᵀ." if w.shape[-2:] == (S, T) else ""),))
         _expect_shape("The output", out, tuple(ref_out.shape), inputs,
@@ -673,8 +673,8 @@ def check_padding_mask(make_padding_mask: Callable) -> str:
         want = padding_mask(ids, pad_id)
         B, S = ids.shape
         _expect_shape("The mask", got, (B, 1, 1, S), inputs,
-                      ("Add axes for the heads and the queries so the mask broadcasts over the (B, H, T, S) scores: "
-                       "mask[:, None, None, :]."
+                      ("Give the mask the shape (B, 1, 1, S): the axes of size 1 broadcast over the heads and the "
+                       "queries of the (B, H, T, S) scores. mask[:, None, None, :] adds them."
                        + (" Yours is (B, S)." if tuple(got.shape) == (B, S) else ""),))
         if torch.equal(got, want):
             continue
@@ -840,6 +840,7 @@ def _mha_cases() -> list[tuple[str, dict[str, Any]]]:
     return [
         ("self-attention, no mask", dict(query=x, key=x, value=x, mask=None)),
         ("self-attention, causal mask", dict(query=y, key=y, value=y, mask=causal_mask(4))),
+        ("cross-attention, no mask", dict(query=r(2, 3, 16), key=(m := r(2, 5, 16)), value=m, mask=None)),
         ("cross-attention, padding mask", dict(query=r(2, 3, 16), key=(m := r(2, 5, 16)), value=m, mask=pad)),
         ("batch of one, length one", dict(query=(z := r(1, 1, 16)), key=z, value=z, mask=None)),
         ("float32", dict(query=(f := r(2, 3, 16).float()), key=f, value=f, mask=causal_mask(3))),
@@ -881,7 +882,8 @@ def check_multi_head_attention(cls: Callable) -> str:
             raise _Fail("forward must return a pair (output, weights).", f"Input: {inputs}",
                         ("End forward with `return self.w_o(merged), weights`.",))
         out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
-        ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
+        with _fixed_seed(0):
+            ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
         with torch.no_grad():
             ref.qkv_proj.weight.copy_(torch.cat([getattr(m, a).weight for a in _MHA_ATTRS[:3]]))
             ref.o_proj.weight.copy_(m.w_o.weight)
@@ -896,7 +898,10 @@ def check_multi_head_attention(cls: Callable) -> str:
                         ("Heads were not merged back: (B, H, T, D) must become (B, T, C) before W^O.",
                          "merged = out.transpose(1, 2).reshape(B, T, C), then self.w_o(merged)."))
         _expect_shape("The output", out, (B, T, C), inputs, ("The output has the shape of the query: (B, T, C).",))
-        _expect_shape("The weights", w, (B, H, T, S), inputs,
+        _expect_shape("The weight tensor", w, (B, H, T, S), inputs,
+                      ("Keys and values must come from the key and value arguments (the encoder output in "
+                       "cross-attention), not from the query: there is one weight per key.",)
+                      if w.dim() == 4 and w.shape[-1] == T != S else
                       ("Return the weights of every head, (B, H, T, S), not an average over heads.",))
         _expect_dtype("The output", out, dtype, inputs)
         if _close(out, ref_out, dtype) and _close(w, ref_w, dtype):
@@ -978,10 +983,10 @@ def check_decoder_layer(cls: Callable) -> str:
     g = _seeded(6)
     src_pad = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]  # (B, 1, 1, S)
     cases = [
-        ("causal self mask, source padding mask", torch.randn(2, 4, C, generator=g, dtype=torch.float64),
-         torch.randn(2, 5, C, generator=g, dtype=torch.float64), causal_mask(4), src_pad),
         ("no masks", torch.randn(2, 3, C, generator=g, dtype=torch.float64),
          torch.randn(2, 2, C, generator=g, dtype=torch.float64), None, None),
+        ("causal self mask, source padding mask", torch.randn(2, 4, C, generator=g, dtype=torch.float64),
+         torch.randn(2, 5, C, generator=g, dtype=torch.float64), causal_mask(4), src_pad),
         ("batch of one, length one", torch.randn(1, 1, C, generator=g, dtype=torch.float64),
          torch.randn(1, 1, C, generator=g, dtype=torch.float64), causal_mask(1), None),
         ("float32", torch.randn(2, 3, C, generator=g), torch.randn(2, 5, C, generator=g), causal_mask(3), src_pad),
@@ -997,7 +1002,8 @@ def check_decoder_layer(cls: Callable) -> str:
         out = _tensor(out, "The output", inputs)
         _expect_shape("The output", out, tuple(y.shape), inputs, ("The output has the shape of y: (B, T, C).",))
         _expect_dtype("The output", out, y.dtype, inputs)
-        ref = DecoderLayer(C, H, d_ff, dropout=0.0, attn_impl="eager").double().eval()
+        with _fixed_seed(0):
+            ref = DecoderLayer(C, H, d_ff, dropout=0.0, attn_impl="eager").double().eval()
         try:
             with torch.no_grad():
                 ref.self_attn.load_state_dict(m.self_attn.state_dict())
@@ -1053,7 +1059,7 @@ def tiny_translator(seed: int = 5, eos_bias: float = 2.0) -> Transformer:
                             n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=32, tie_embeddings=False)
     with _fixed_seed(seed):
         model = Transformer(cfg).eval()
-    head = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
+        head = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
     with torch.no_grad():
         head.weight.copy_(model.lm_head.weight)
         head.bias.zero_()

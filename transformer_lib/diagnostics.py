@@ -46,7 +46,7 @@ __all__ = [
     "init_gradient_norms",
 ]
 
-MaskMethod = Literal["multiply_after", "add_neg_inf", "add_finfo_min"]
+MaskMethod = Literal["multiply_after", "multiply_before", "add_neg_inf", "add_finfo_min"]
 
 
 # --- Chapter 5: masks ------------------------------------------------------------------------------------------
@@ -56,6 +56,9 @@ def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Te
 
     * ``"multiply_after"``: ``softmax(scores) * mask``. Blocked keys get 0, but the row no longer sums to 1
       (the blocked keys' share of the probability is thrown away, not redistributed).
+    * ``"multiply_before"``: ``softmax(scores * M)`` with ``M = 1`` (allowed) or ``-inf`` (blocked), a literal
+      reading of "multiply by a 1/-inf mask". It works only where every blocked score is positive: a negative
+      score times -inf is +inf, a zero score gives NaN, and either turns the whole row into NaN.
     * ``"add_neg_inf"``: ``softmax(scores + M)`` with ``M = 0`` (allowed) or ``-inf`` (blocked). Exact zeros and
       rows that sum to 1; a row whose keys are *all* blocked is ``exp(-inf) / 0`` = NaN.
     * ``"add_finfo_min"``: ``M = torch.finfo(dtype).min`` instead of ``-inf`` (what fp16 code often does). An
@@ -73,9 +76,12 @@ def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Te
         torch.broadcast_shapes(mask.shape, scores.shape)
     except RuntimeError:
         raise ValueError(f"mask: shape {tuple(mask.shape)} does not broadcast to scores {tuple(scores.shape)}") from None
-    check_choice("method", method, ("multiply_after", "add_neg_inf", "add_finfo_min"))
+    check_choice("method", method, ("multiply_after", "multiply_before", "add_neg_inf", "add_finfo_min"))
     if method == "multiply_after":
         return scores.softmax(dim=-1) * mask.to(scores.dtype)
+    if method == "multiply_before":
+        ones = torch.ones(mask.shape, dtype=scores.dtype, device=scores.device)
+        return (scores * ones.masked_fill(~mask, float("-inf"))).softmax(dim=-1)
     fill = float("-inf") if method == "add_neg_inf" else torch.finfo(scores.dtype).min
     additive = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill(~mask, fill)
     return (scores + additive).softmax(dim=-1)  # (..., T, S)
@@ -115,28 +121,31 @@ class PeekingDecoderOnlyModel(DecoderOnlyModel):
         return super().start_decoding(prompt, bos_id, max_new_tokens, use_cache=False)
 
 
-def copy_sequences(n: int, length: int, n_symbols: int = 10, *, bos_id: int = 1, first_symbol: int = 4,
-                   seed: int = 0) -> Tensor:
-    """Sequences ``<bos> x_1 .. x_length x_1 .. x_length`` with random symbols: a language-model copy task.
+def copy_sequences(n: int, length: int, n_symbols: int = 10, *, bos_id: int = 1, eos_id: int = 2,
+                   first_symbol: int = 4, seed: int = 0) -> Tensor:
+    """Sequences ``<bos> x_1 .. x_length x_1 .. x_length <eos>`` with random symbols: a language-model copy task.
 
-    The first half cannot be predicted (uniform random), the second half is fully determined by the first.
+    The first half cannot be predicted (uniform random); the second half and ``<eos>`` are fully determined by
+    what came before.
 
     Shape:
-        output: (n, 1 + 2 * length) int64, symbols in [first_symbol, first_symbol + n_symbols)
+        output: (n, 2 + 2 * length) int64, symbols in [first_symbol, first_symbol + n_symbols)
     """
     for name, value in (("n", n), ("length", length), ("n_symbols", n_symbols)):
         check_positive(name, value)
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(first_symbol, first_symbol + n_symbols, (n, length), generator=g)  # (n, length)
-    bos = torch.full((n, 1), bos_id, dtype=torch.long)
-    return torch.cat((bos, x, x), dim=1)
+    bos, eos = torch.full((n, 1), bos_id), torch.full((n, 1), eos_id)
+    return torch.cat((bos, x, x, eos), dim=1)
 
 
-def copy_loss_floor(n_symbols: int) -> float:
-    """The lowest expected loss an honest model can reach on :func:`copy_sequences`: half the targets are uniform
-    over ``n_symbols`` (cross-entropy ln n_symbols each), the other half can be predicted exactly (0)."""
+def copy_loss_floor(length: int, n_symbols: int) -> float:
+    """The lowest expected loss an honest model can reach on :func:`copy_sequences`: of the 2·length + 1
+    targets, ``length`` are uniform over ``n_symbols`` (cross-entropy ln n_symbols each) and the rest can be
+    predicted exactly (0). A training loss far below it means the model reads what it should predict."""
+    check_positive("length", length)
     check_positive("n_symbols", n_symbols)
-    return 0.5 * math.log(n_symbols)
+    return length * math.log(n_symbols) / (2 * length + 1)
 
 
 def causal_lm_step(model: nn.Module, batch: Tensor | tuple | list, label_smoothing: float = 0.0

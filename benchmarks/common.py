@@ -1,0 +1,131 @@
+"""Timing and reporting helpers shared by every benchmark.
+
+Every benchmark compares its contenders *within one run* and *interleaved*: round 1 times A then B, round 2 times
+B then A, and so on. On a shared, noisy machine the absolute numbers drift with the load, but a ratio taken inside
+each round sees the same load on both sides, so the median ratio over rounds is a stable figure.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+__all__ = ["Timer", "interleaved_times", "summarize", "ratio_summary", "environment", "synchronize", "format_table"]
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work (a no-op on the CPU), so that a clock read measures finished work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Timer:
+    """Wall-clock seconds of a block, synchronising the device at both ends."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.seconds = float("nan")
+
+    def __enter__(self) -> "Timer":
+        synchronize(self.device)
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        synchronize(self.device)
+        self.seconds = time.perf_counter() - self._start
+
+
+def interleaved_times(
+    contenders: dict[str, Callable[[], object]],
+    *,
+    repeats: int,
+    inner: int = 1,
+    warmup: int = 1,
+    device: torch.device | str = "cpu",
+) -> dict[str, list[float]]:
+    """Seconds per call of each contender, measured in ``repeats`` interleaved rounds of ``inner`` calls.
+
+    The order of the contenders alternates between rounds (A B, B A, ...) so that neither always runs first.
+    Returns ``{name: [seconds per call, one per round]}``.
+    """
+    if repeats < 1 or inner < 1 or warmup < 0:
+        raise ValueError(f"repeats, inner: expected >= 1 and warmup >= 0, got {repeats}, {inner}, {warmup}")
+    device = torch.device(device)
+    names = list(contenders)
+    for name in names:
+        for _ in range(warmup):
+            contenders[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            with Timer(device) as t:
+                for _ in range(inner):
+                    contenders[name]()
+            times[name].append(t.seconds / inner)
+    return times
+
+
+def summarize(samples: Sequence[float]) -> dict[str, float | int]:
+    """Median, quartiles, IQR, min and max of a list of measurements (the spread is part of every figure)."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("samples: expected at least one measurement, got none")
+    if len(xs) >= 2:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    else:
+        q1 = q3 = xs[0]
+    return {"median": statistics.median(xs), "q1": q1, "q3": q3, "iqr": q3 - q1, "min": xs[0], "max": xs[-1],
+            "n": len(xs)}
+
+
+def ratio_summary(numerator: Sequence[float], denominator: Sequence[float]) -> dict[str, float | int]:
+    """Summary of the per-round ratios ``numerator[i] / denominator[i]`` (same round = same machine load)."""
+    if len(numerator) != len(denominator):
+        raise ValueError(f"numerator, denominator: expected equal lengths, got {len(numerator)}, {len(denominator)}")
+    return summarize([a / b for a, b in zip(numerator, denominator)])
+
+
+def environment(device: torch.device, dtype: torch.dtype) -> dict:
+    """Where and when the numbers were taken: device, dtype, versions, threads, load, date."""
+    info = {
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
+        or platform.machine(),
+        "dtype": str(dtype).replace("torch.", ""),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "threads": torch.get_num_threads(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    try:
+        import os
+
+        info["cpu_count"] = os.cpu_count()
+        info["load_average_1m"] = round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        pass
+    return info
+
+
+def format_table(rows: list[dict], columns: list[tuple[str, str]], title: str = "") -> str:
+    """A plain-text table: ``columns`` is ``[(header, key), ...]``; floats are shown with 4 significant digits."""
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return "" if v is None else str(v)
+
+    body = [[cell(row.get(key)) for _, key in columns] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, (h, _) in enumerate(columns)]
+    line = "  ".join(h.rjust(w) for (h, _), w in zip(columns, widths))
+    out = [title] if title else []
+    out += [line, "-" * len(line)]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in body]
+    return "\n".join(out)

@@ -1,0 +1,147 @@
+"""The grader: a fixture folder of submissions (correct, wrong, looping, raising, syntax error, not JSON, missing
+cells, unknown name) gives the expected CSV rows and feedback, and grading never stops on a broken notebook."""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lib import grade
+from transformer_lib.assignments import ASSIGNMENTS
+from transformer_lib.checks import RESULT_MARKER, CheckResult
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "submissions"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Without a kernel
+# --------------------------------------------------------------------------------------------------------------
+def test_find_submissions_and_assignment_names(tmp_path):
+    found = grade.find_submissions(FIXTURES)
+    assert [(s, p.name) for s, p in found] == [
+        ("alice", "03_attention.ipynb"), ("bob", "03_attention.ipynb"), ("carol", "02_positional_encoding.ipynb"),
+        ("carol", "04_masks.ipynb"), ("dave", "01_tokenizer.ipynb"), ("dave", "03_attention.ipynb"),
+        ("erin", "04_masks.ipynb"), ("erin", "notes.ipynb")]
+    assert grade._assignment_for(Path("x/03_attention (1).ipynb")).id == "03_attention"
+    assert grade._assignment_for(Path("x/attention.ipynb")) is None
+    with pytest.raises(NotADirectoryError):
+        grade.find_submissions(tmp_path / "missing")
+
+
+def test_results_are_read_from_the_last_marked_line_only():
+    cell = nbformat.v4.new_code_cell("")
+    good = CheckResult("attention", True, "All fine.").to_dict()
+    fake = CheckResult("attention", True, "Printed by the student's code.").to_dict()
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
+        f"{RESULT_MARKER}{json.dumps(fake)}\n"  # no nonce: ignored
+        f"{RESULT_MARKER}abc {json.dumps({**good, 'passed': False})}\n"
+        f"{RESULT_MARKER}abc {json.dumps(good)}\n"))]
+    assert grade._read_result(cell, RESULT_MARKER + "abc ", "attention").summary == "All fine."
+    assert grade._read_result(cell, RESULT_MARKER + "abc ", "encode") is None  # another exercise's result
+    cell.outputs[0].text = f"{RESULT_MARKER}abc {{not json"
+    assert grade._read_result(cell, RESULT_MARKER + "abc ", "attention") is None
+
+
+def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
+    for student, name in (("dave", "01_tokenizer.ipynb"), ("erin", "notes.ipynb")):
+        (tmp_path / "in" / student).mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / student / name, tmp_path / "in" / student / name)
+    (tmp_path / "in" / "frank").mkdir()
+    (tmp_path / "in" / "frank" / "04_masks.ipynb").write_text('{"nbformat": 4}')  # JSON, but no cells
+    code = grade.main([str(tmp_path / "in"), "--out", str(tmp_path / "out" / "g.csv"), "--no-progress"])
+    assert code == 0 and "Graded 3 notebooks of 3 students: 0/7 exercises pass" in capsys.readouterr().out
+    rows = list(csv.DictReader(open(tmp_path / "out" / "g.csv", encoding="utf-8")))
+    assert [(r["student"], r["exercise"], r["passed"]) for r in rows] == [
+        ("dave", "build_vocab", "0"), ("dave", "encode", "0"), ("dave", "pad_sequences", "0"),
+        ("erin", "-", "0"), ("frank", "padding_mask", "0"), ("frank", "causal_mask", "0"),
+        ("frank", "decoder_mask", "0")]
+    assert all("could not be read" in r["message"] for r in rows if r["student"] != "erin")
+    assert "Unknown assignment file name 'notes.ipynb'" in rows[3]["message"]
+    feedback = (tmp_path / "out" / "feedback" / "dave.md").read_text()
+    assert "The notebook could not be read (NotJSONError" in feedback
+    assert grade.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "g.csv")]) == 2
+
+
+def test_feedback_lists_results_details_and_tiered_hints(tmp_path):
+    g = grade.GradedNotebook("zoe", "03_attention", tmp_path, [
+        CheckResult("attention", False, "The weights differ.", "Expected 1\nGot 2", ("First.", "Second."))],
+        ["Cell 4 raised ValueError: bad"])
+    text = grade.feedback_markdown("zoe", [g])
+    assert text.startswith("# Feedback for zoe\n") and "| 03_attention | attention | FAIL |" in text
+    assert "## 03_attention: 0 of 1 exercises pass" in text and "```text\nExpected 1\nGot 2\n```" in text
+    assert "**Hint:** First." in text and "<summary>Hint 2</summary>\n\nSecond." in text
+    assert "- Cell 4 raised ValueError: bad" in text
+
+
+# --------------------------------------------------------------------------------------------------------------
+# With kernels: the whole fixture folder
+# --------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grades") / "grades.csv"
+    grade.grade_folder(FIXTURES, out, cell_timeout=10, time_limit=3, jobs=2, progress=False)
+    with open(out, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    return rows, out.parent / "feedback"
+
+
+def row(rows, student, assignment, exercise):
+    (hit,) = [r for r in rows[1:] if r[:3] == [student, assignment, exercise]]
+    return hit
+
+
+def test_csv_has_one_row_per_exercise(graded):
+    rows, _ = graded
+    assert rows[0] == ["student", "assignment", "exercise", "passed", "message"]
+    expected = sum(len(ASSIGNMENTS[a].exercises) for a in
+                   ("03_attention", "03_attention", "02_positional_encoding", "04_masks", "01_tokenizer",
+                    "03_attention", "04_masks")) + 1  # + the unknown notebook
+    assert len(rows) - 1 == expected
+
+
+def test_correct_and_wrong_submissions(graded):
+    rows, feedback = graded
+    assert row(rows, "alice", "03_attention", "attention")[3] == "1"
+    bob = row(rows, "bob", "03_attention", "attention")
+    assert bob[3] == "0" and "The scores are √d_k too large: did you divide q·kᵀ by √d_k?" in bob[4]
+    text = (feedback / "bob.md").read_text()
+    assert "### attention: FAIL" in text and "Expected weights[0, 0, :]" in text and "<summary>Hint 2</summary>" in text
+    assert "| 03_attention | attention | PASS |" in (feedback / "alice.md").read_text()
+
+
+def test_an_endless_loop_is_stopped_and_grading_goes_on(graded):
+    rows, feedback = graded
+    r = row(rows, "carol", "02_positional_encoding", "positional_encoding")
+    assert r[3] == "0" and "did not finish within 3 s" in r[4] and "loop that never ends" in r[4]
+    assert "did not finish within 10 s and was stopped" in (feedback / "carol.md").read_text()
+
+
+def test_a_syntax_error_fails_only_what_depends_on_it(graded):
+    rows, feedback = graded
+    assert [row(rows, "carol", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == \
+        ["1", "0", "0"]
+    assert "make_causal_mask is not defined" in row(rows, "carol", "04_masks", "causal_mask")[4]
+    assert "NameError" in row(rows, "carol", "04_masks", "decoder_mask")[4]
+    assert "raised SyntaxError" in (feedback / "carol.md").read_text()
+
+
+def test_raising_and_unreadable_submissions(graded):
+    rows, feedback = graded
+    r = row(rows, "dave", "03_attention", "attention")
+    assert r[3] == "0" and "attention raised RuntimeError" in r[4]
+    text = (feedback / "dave.md").read_text()
+    assert "scores = q @ k.T" in text and "k.transpose(-2, -1)" in text  # the failing line and the detailed hint
+    assert all(row(rows, "dave", "01_tokenizer", e)[3] == "0" and "could not be read" in
+               row(rows, "dave", "01_tokenizer", e)[4] for e in ("build_vocab", "encode", "pad_sequences"))
+
+
+def test_missing_cells_and_unknown_names(graded):
+    rows, feedback = graded
+    assert [row(rows, "erin", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == \
+        ["1", "1", "0"]
+    assert "make_decoder_mask is not defined" in row(rows, "erin", "04_masks", "decoder_mask")[4]
+    assert row(rows, "erin", "notes", "-")[3] == "0"
+    assert sorted(p.name for p in feedback.iterdir()) == ["alice.md", "bob.md", "carol.md", "dave.md", "erin.md"]

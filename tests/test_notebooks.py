@@ -1,0 +1,140 @@
+"""Hygiene of the book's notebooks, checked without running them (nbval and the build run them).
+
+* Committed without outputs: the build executes every notebook, so stored outputs would only go stale.
+* Chapters use the library: each imports ``transformer_lib``, never redefines (``def``/``class`` at the top
+  level of a cell) a public name the library exports, and fixes its seeds.
+* Every ``# Check:`` cell asserts something and is collapsed (``hide-cell``) or hidden (``remove-cell``).
+* ``_toc.yml`` and the notebooks agree: every listed page exists, every chapter notebook is listed.
+
+Notebooks under ``book/assignments/`` are exempt from the chapter rules: a student notebook leaves pieces for
+the reader to write, under the library's own names so that a checker can compare them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+EXEMPT_FOLDERS = {"assignments"}
+NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if not {"_build", ".ipynb_checkpoints"} & set(p.parts))
+CHAPTERS = [p for p in NOTEBOOKS if not EXEMPT_FOLDERS & set(p.relative_to(BOOK).parts[:-1])]
+HIDING_TAGS = {"hide-cell", "remove-cell"}
+SEED_CALL = re.compile(r"\b(seed_everything|manual_seed)\(")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.relative_to(ROOT).as_posix() for p in paths]
+
+
+@cache
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _code(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
+    return [(i, cell.source) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+
+
+def _parse(source: str) -> ast.Module:
+    """A cell as Python, with IPython's ``%magic`` and ``!shell`` lines blanked out."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    return ast.parse("\n".join(lines))
+
+
+@cache
+def _library_names() -> frozenset[str]:
+    """Public names of ``transformer_lib``: its namespace and every submodule's ``__all__``."""
+    import types
+
+    import transformer_lib
+
+    names = {n for n in dir(transformer_lib) if not n.startswith("_")}
+    for value in vars(transformer_lib).values():
+        if isinstance(value, types.ModuleType) and value.__name__.startswith("transformer_lib."):
+            names.update(getattr(value, "__all__", ()))
+    return frozenset(names)
+
+
+def test_the_book_has_notebooks() -> None:
+    assert (BOOK / "intro.ipynb") in NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_committed_without_outputs(path: Path) -> None:
+    nb = _read(path)
+    nbformat.validate(nb)
+    dirty = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+             and (cell.outputs or cell.execution_count is not None)]
+    assert not dirty, f"cells {dirty} carry outputs or execution counts: clear them before committing"
+    assert "widgets" not in nb.metadata, "saved widget state: clear outputs (the build stores fresh state)"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", "kernel must be 'python3'"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_imports_the_library_and_fixes_seeds(path: Path) -> None:
+    nb = _read(path)
+    imported = set()
+    for _, source in _code(nb):
+        for node in ast.walk(_parse(source)):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module.split(".")[0])
+    assert "transformer_lib" in imported, "a chapter must import transformer_lib (as tl)"
+    assert any(SEED_CALL.search(source) for _, source in _code(nb)), \
+        "a chapter must fix its seeds: call tl.seed_everything(...) or torch.manual_seed(...)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_does_not_redefine_library_names(path: Path) -> None:
+    clashes = []
+    for i, source in _code(_read(path)):
+        for node in _parse(source).body:  # top level of the cell
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and node.name in _library_names():
+                clashes.append(f"cell {i}: {node.name}")
+    assert not clashes, (f"{clashes} shadow names that transformer_lib exports: use the library's, or give a "
+                         "from-scratch version its own name (e.g. attention_from_scratch) and compare")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_check_cells_assert_and_are_hidden(path: Path) -> None:
+    problems = []
+    for i, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "code" or not cell.source.lstrip().startswith("# Check:"):
+            continue
+        if not any(isinstance(node, ast.Assert) for node in ast.walk(_parse(cell.source))):
+            problems.append(f"cell {i} has no assert")
+        if not HIDING_TAGS & set(cell.metadata.get("tags", [])):
+            problems.append(f"cell {i} lacks the hide-cell (or remove-cell) tag")
+    assert not problems, problems
+
+
+def _toc_files() -> list[str]:
+    def walk(entries: list[dict]) -> list[str]:
+        found = []
+        for entry in entries:
+            if "file" in entry:
+                found.append(entry["file"])
+            for key in ("parts", "chapters", "sections"):
+                found += walk(entry.get(key, []))
+        return found
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [toc["root"], *walk(toc.get("parts", [])), *walk(toc.get("chapters", []))]
+
+
+def test_toc_lists_existing_pages_and_every_chapter() -> None:
+    listed = _toc_files()
+    missing = [f for f in listed if not any((ROOT / f).with_suffix(s).exists() for s in (".ipynb", ".md"))]
+    assert not missing, f"_toc.yml lists pages that do not exist: {missing}"
+    unlisted = [p for p in _ids(CHAPTERS) if p.removesuffix(".ipynb") not in listed]
+    assert not unlisted, f"chapter notebooks missing from _toc.yml (they would not be built): {unlisted}"

@@ -1,0 +1,234 @@
+"""transformer_lib.viz: figures carry the right traces, shapes and labels; bad input fails with a clear error;
+the renderer set-up and the website plumbing (myst-nb plugin, Sphinx extension) do what they promise."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from transformer_lib import viz
+
+TOKENS = ["<bos>", "the", "cat", "the", "<eos>"]  # "the" twice: repeated tokens must stay separate columns
+
+
+def _weights(tq: int, tk: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(tq, tk, generator=torch.Generator().manual_seed(seed)).softmax(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------- heatmaps
+def test_attention_heatmap_plots_the_weights_with_token_labels() -> None:
+    w = _weights(5, 5)
+    fig = viz.attention_heatmap(w, TOKENS, TOKENS, title="self-attention")
+    (trace,) = fig.data
+    assert isinstance(trace, go.Heatmap)
+    np.testing.assert_allclose(np.asarray(trace.z), w.numpy(), rtol=1e-6)
+    assert list(trace.x) == list(range(5)) and list(trace.y) == list(range(5))  # numeric: duplicates survive
+    assert list(fig.layout.xaxis.ticktext) == TOKENS and list(fig.layout.yaxis.ticktext) == TOKENS
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert fig.layout.yaxis.autorange == "reversed"  # first query on top, as in the matrix
+    assert fig.layout.yaxis.scaleanchor == "x"  # square cells
+    assert fig.layout.title.text == "self-attention"
+    assert trace.customdata[2][3].tolist() == ["cat", "the"]  # hover: (query, key) of row 2, column 3
+
+
+def test_heatmap_accepts_a_tensor_on_any_device_and_numpy_alike() -> None:
+    w = _weights(3, 4)
+    from_tensor = viz.heatmap(w.requires_grad_(), list("abcd"), list("xyz"))
+    from_numpy = viz.heatmap(w.detach().numpy(), list("abcd"), list("xyz"))
+    np.testing.assert_array_equal(np.asarray(from_tensor.data[0].z), np.asarray(from_numpy.data[0].z))
+
+
+def test_heatmap_values_and_diverging_scale() -> None:
+    z = np.array([[-2.0, 1.0], [0.5, 0.0]])
+    fig = viz.heatmap(z, diverging=True, show_values=True)
+    trace = fig.data[0]
+    assert trace.zmid == 0.0 and (trace.zmin, trace.zmax) == (-2.0, 2.0)
+    assert [list(row) for row in trace.text] == [["-2.00", "1.00"], ["0.50", "0.00"]]
+    assert list(fig.layout.xaxis.ticktext) == ["0", "1"]  # positions when no labels are given
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda: viz.attention_heatmap(torch.ones(2, 3, 3)), r"weights: expected 2 dimensions, got shape \(2, 3, 3\)"),
+    (lambda: viz.attention_heatmap(torch.ones(3, 4), list("abc"), list("abc")), r"key_tokens: expected 4 labels"),
+    (lambda: viz.heatmap(np.ones((2, 2)), backend="bokeh"), r"backend: expected 'plotly' or 'matplotlib'"),
+    (lambda: viz.positional_encoding_heatmap(np.ones(8)), r"pe: expected 2 dimensions"),
+])
+def test_bad_input_raises_a_clear_error(bad, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        bad()
+
+
+def test_cross_attention_rows_are_target_tokens_and_transposes_are_caught() -> None:
+    src, tgt = ["I", "like", "you", "<eos>"], ["<bos>", "je", "t'"]
+    fig = viz.cross_attention_heatmap(_weights(3, 4), src, tgt)
+    assert list(fig.layout.xaxis.ticktext) == src and list(fig.layout.yaxis.ticktext) == tgt
+    assert "source" in fig.layout.xaxis.title.text and "target" in fig.layout.yaxis.title.text
+    with pytest.raises(ValueError, match="transposed"):
+        viz.cross_attention_heatmap(_weights(4, 3), src, tgt)
+
+
+def test_mask_heatmap_broadcasts_a_padding_mask_and_ticks_allowed_cells() -> None:
+    ids = torch.tensor([[1, 5, 6, 0]])
+    pad = ids != 0
+    fig = viz.mask_heatmap(pad[:, None, None, :], list("abcd"), list("abcd"))  # (1, 1, 1, 4)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (4, 4) and z[:, :3].all() and not z[:, 3].any()
+    assert sum(cell == "✓" for row in fig.data[0].text for cell in row) == 12
+    causal = viz.mask_heatmap(torch.ones(3, 3, dtype=torch.bool).tril(), list("abc"), list("abc"))
+    np.testing.assert_array_equal(np.asarray(causal.data[0].z), np.tril(np.ones((3, 3))))
+    with pytest.raises(ValueError, match=r"mask: expected a shape that broadcasts to .* \(3, 3\), got \(4, 4\)"):
+        viz.mask_heatmap(torch.ones(4, 4, dtype=torch.bool), list("abc"), list("abc"))
+
+
+def test_positional_encoding_heatmap_is_centred_on_zero() -> None:
+    pe = torch.linspace(-1, 1, 8 * 6).reshape(8, 6)
+    fig = viz.positional_encoding_heatmap(pe)
+    trace = fig.data[0]
+    assert np.asarray(trace.z).shape == (8, 6) and trace.zmid == 0.0
+    assert fig.layout.xaxis.title.text == "dimension i" and fig.layout.yaxis.title.text == "position pos"
+    assert trace.colorscale == pio.templates["plotly"].layout.colorscale.diverging or trace.colorscale
+
+
+# ------------------------------------------------------------------------------------------ attention grid
+def test_attention_grid_has_a_layer_menu_and_a_head_slider() -> None:
+    n_layers, n_heads = 2, 3
+    w = torch.rand(n_layers, n_heads, 4, 4).softmax(-1)
+    fig = viz.attention_grid(w, list("abcd"), list("abcd"))
+    assert len(fig.data) == n_layers * n_heads
+    assert [t.visible for t in fig.data] == [True] + [False] * 5
+    (menu,) = fig.layout.updatemenus
+    assert [b.label for b in menu.buttons] == ["layer 1", "layer 2"]
+    (slider,) = fig.layout.sliders
+    assert [s.label for s in slider.steps] == ["1", "2", "3"]
+    # layer 2's button installs a slider whose head-3 step shows trace 1 * 3 + 2 = 5, with that layer's data
+    layer2_slider = menu.buttons[1].args[1]["sliders"][0]
+    shown = layer2_slider["steps"][2]["args"][0]["visible"]
+    assert shown.index(True) == 5 and sum(shown) == 1
+    np.testing.assert_allclose(np.asarray(fig.data[5].z), w[1, 2].numpy(), rtol=1e-6)
+    assert menu.buttons[1].args[0]["visible"].index(True) == 3  # choosing layer 2 starts at its head 1
+
+
+def test_attention_grid_rejects_a_single_layer_without_the_layer_axis() -> None:
+    with pytest.raises(ValueError, match=r"weights: expected 4 dimensions, got shape \(3, 4, 4\)"):
+        viz.attention_grid(torch.rand(3, 4, 4))
+
+
+# ------------------------------------------------------------------------------------------------ curves
+def test_line_plot_draws_one_named_line_per_series_on_log_axes() -> None:
+    fig = viz.line_plot([1, 10, 100], {"a": [1, 2, 3], "b": torch.tensor([3.0, 2.0, 1.0])}, log_x=True,
+                        log_y=True, x_title="d_k")
+    assert [t.name for t in fig.data] == ["a", "b"]
+    assert list(fig.data[1].y) == [3.0, 2.0, 1.0]
+    assert (fig.layout.xaxis.type, fig.layout.yaxis.type) == ("log", "log")
+    with pytest.raises(ValueError, match=r"ys\['a'\]: expected 3 values to match x, got 2"):
+        viz.line_plot([1, 2, 3], {"a": [1, 2]})
+
+
+@dataclass
+class _History:
+    loss: list[float] = field(default_factory=lambda: [3.0, 2.0, 1.5, 1.0])
+    accuracy: list[float] = field(default_factory=lambda: [0.1, 0.4, 0.6, 0.8])
+    lr: list[float] = field(default_factory=lambda: [1e-4, 2e-4, 3e-4, 4e-4])
+    seconds: float = 1.5  # not a curve
+
+
+def test_training_curves_puts_each_quantity_in_its_own_panel() -> None:
+    fig = viz.training_curves(_History())
+    assert [t.name for t in fig.data] == ["loss", "accuracy", "lr"]
+    assert [t.yaxis for t in fig.data] == ["y", "y2", "y3"]
+    assert [fig.layout[f"yaxis{i}"].title.text for i in ("", "2", "3")] == ["loss", "accuracy", "lr"]
+
+
+def test_training_curves_share_a_panel_and_stretch_a_per_epoch_series() -> None:
+    fig = viz.training_curves({"train_loss": [4.0, 3.0, 2.0, 1.0], "val_loss": [3.5, 1.5]})
+    assert [t.yaxis for t in fig.data] == ["y", "y"]  # both end in "_loss"
+    assert list(fig.data[1].x) == [2.0, 4.0]  # 2 evaluations spread over 4 steps
+    with pytest.raises(ValueError, match="history: expected non-empty lists of numbers"):
+        viz.training_curves({"note": "no curves here"})
+
+
+# ---------------------------------------------------------------------------------------------- diagrams
+def test_block_diagram_draws_boxes_arrows_and_labels() -> None:
+    boxes = [viz.Box("a", "input", 0, 0), viz.Box("b", "layer\nnorm", 0, 1), viz.Box("c", "side", 3, 1)]
+    fig = viz.block_diagram(boxes, [("a", "b"), ("b", "c", "keys")])
+    assert len(fig.layout.shapes) == 3
+    texts = [a.text for a in fig.layout.annotations]
+    assert "layer<br>norm" in texts and "keys" in texts
+    arrows = [a for a in fig.layout.annotations if a.showarrow]
+    assert [(a.ax, a.ay, a.x, a.y) for a in arrows] == [(0, 0.3, 0, 0.7), (1.0, 1, 2.0, 1)]
+    with pytest.raises(ValueError, match="arrows: expected"):
+        viz.block_diagram(boxes, [("a", "missing")])
+
+
+# -------------------------------------------------------------------------------------------- matplotlib
+@pytest.mark.parametrize("make, n_axes", [
+    (lambda: viz.attention_heatmap(_weights(3, 3), list("abc"), list("abc"), backend="matplotlib"), 2),
+    (lambda: viz.attention_grid(torch.rand(2, 3, 4, 4), backend="matplotlib"), 6),
+    (lambda: viz.mask_heatmap(torch.ones(2, 2, dtype=torch.bool), "ab", "ab", backend="matplotlib"), 1),
+    (lambda: viz.training_curves(_History(), backend="matplotlib"), 3),
+    (lambda: viz.line_plot([1, 2], {"a": [1, 2]}, backend="matplotlib"), 1),
+    (lambda: viz.block_diagram([viz.Box("a", "A", 0, 0)], backend="matplotlib"), 1),
+])
+def test_matplotlib_backend_returns_a_figure(make, n_axes: int) -> None:
+    fig = make()
+    assert isinstance(fig, Figure) and len(fig.axes) == n_axes  # a heatmap's colour bar is an axis too
+
+
+def test_matplotlib_heatmap_labels_its_axes() -> None:
+    fig = viz.attention_heatmap(_weights(2, 3), ["q1", "q2"], ["k1", "k2", "k3"], backend="matplotlib")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["k1", "k2", "k3"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["q1", "q2"]
+    assert ax.get_images()[0].get_array().shape == (2, 3)
+
+
+# --------------------------------------------------------------------------------- showing the figures
+def test_import_sets_the_book_template_and_no_inlining_renderer() -> None:
+    assert "transformer_book" in pio.templates.default
+    assert list(pio.templates["transformer_book"].layout.colorway) == list(viz.COLORS)
+    assert "notebook" not in (pio.renderers.default or "").split("+")  # would paste 4.8 MB of plotly.js
+
+
+class _FakeRenderer:
+    def __init__(self) -> None:
+        self.js_files: dict[str, tuple] = {}
+
+    def add_js_file(self, key: str, uri: str | None, kwargs: dict) -> None:
+        self.js_files[key] = (uri, kwargs)
+
+
+def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
+    fig = viz.heatmap(np.eye(2), ["</script>", "b"], ["x", "y"])
+    data = SimpleNamespace(mime_type=viz.PLOTLY_MIME, content=json.loads(fig.to_json()), cell_index=4, output_index=1)
+    renderer = _FakeRenderer()
+    (node,) = viz.PlotlyMystNbRenderer.handle_mime(renderer, data, False)
+    html = node.astext()
+    assert node["format"] == "html"
+    assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
+    assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
+    assert renderer.js_files == {"plotly": ("plotly.min.js", {})}  # loaded once per page, from _static/
+    other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
+    assert viz.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
+    assert ("html", viz.PLOTLY_MIME, 15) in viz.PlotlyMystNbRenderer.mime_priority_overrides
+
+
+def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None:
+    handlers = {}
+    app = SimpleNamespace(connect=lambda event, fn: handlers.setdefault(event, fn),
+                          builder=SimpleNamespace(format="html"), outdir=str(tmp_path))
+    meta = viz.setup(app)
+    assert meta["parallel_read_safe"]
+    handlers["build-finished"](app, None)
+    copied = tmp_path / "_static" / "plotly.min.js"
+    assert copied.stat().st_size > 1_000_000 and b"Plotly" in copied.read_bytes()[:2000]
+    failed = tmp_path / "failed"
+    handlers["build-finished"](SimpleNamespace(builder=app.builder, outdir=str(failed)), RuntimeError("x"))
+    assert not failed.exists()  # nothing is copied when the build failed

@@ -6,7 +6,6 @@ import math
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -130,6 +129,7 @@ def test_an_endless_loop_is_stopped_by_the_time_limit():
     assert result.error == "TimeoutError"
 
 
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")
 def test_an_exception_names_the_input_and_the_line():
     def attention(q, k, v, mask=None):
         scores = q @ k.T
@@ -503,3 +503,13 @@ def test_wrong_beam_search(sol):
     assert_fails_with(checks.check_beam_search(always_greedy), "missed a more probable sequence", "log_softmax")
     assert_fails_with(checks.check_beam_search(no_bos), "start with <bos>")
     assert_fails_with(checks.check_beam_search(per_beam_best), "missed a more probable sequence")
+
+
+def test_the_example_on_the_assignments_page_is_what_the_check_prints():
+    def attention(q, k, v, mask=None):  # forgets ÷√d_k
+        w = (q @ k.transpose(-2, -1)).softmax(-1)
+        return w @ v, w
+
+    page = (ROOT / "book" / "assignments" / "index.md").read_text(encoding="utf-8")
+    example = page.split("```text\n", 1)[1].split("```", 1)[0]
+    assert example.rstrip("\n") == str(checks.check_attention(attention))

@@ -77,7 +77,7 @@ def test_feedback_lists_results_details_and_tiered_hints(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# With kernels: the whole fixture folder
+# With kernels: the whole fixture folder (six kernels, two at a time; about 35 s of CPU)
 # --------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -93,6 +93,7 @@ def row(rows, student, assignment, exercise):
     return hit
 
 
+@pytest.mark.slow
 def test_csv_has_one_row_per_exercise(graded):
     rows, _ = graded
     assert rows[0] == ["student", "assignment", "exercise", "passed", "message"]
@@ -102,6 +103,7 @@ def test_csv_has_one_row_per_exercise(graded):
     assert len(rows) - 1 == expected
 
 
+@pytest.mark.slow
 def test_correct_and_wrong_submissions(graded):
     rows, feedback = graded
     assert row(rows, "alice", "03_attention", "attention")[3] == "1"
@@ -112,6 +114,7 @@ def test_correct_and_wrong_submissions(graded):
     assert "| 03_attention | attention | PASS |" in (feedback / "alice.md").read_text()
 
 
+@pytest.mark.slow
 def test_an_endless_loop_is_stopped_and_grading_goes_on(graded):
     rows, feedback = graded
     r = row(rows, "carol", "02_positional_encoding", "positional_encoding")
@@ -119,6 +122,7 @@ def test_an_endless_loop_is_stopped_and_grading_goes_on(graded):
     assert "did not finish within 10 s and was stopped" in (feedback / "carol.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_syntax_error_fails_only_what_depends_on_it(graded):
     rows, feedback = graded
     assert [row(rows, "carol", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == \
@@ -128,6 +132,7 @@ def test_a_syntax_error_fails_only_what_depends_on_it(graded):
     assert "raised SyntaxError" in (feedback / "carol.md").read_text()
 
 
+@pytest.mark.slow
 def test_raising_and_unreadable_submissions(graded):
     rows, feedback = graded
     r = row(rows, "dave", "03_attention", "attention")
@@ -138,6 +143,7 @@ def test_raising_and_unreadable_submissions(graded):
                row(rows, "dave", "01_tokenizer", e)[4] for e in ("build_vocab", "encode", "pad_sequences"))
 
 
+@pytest.mark.slow
 def test_missing_cells_and_unknown_names(graded):
     rows, feedback = graded
     assert [row(rows, "erin", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == \

@@ -247,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.teacher_book:
         dest = build_teacher_book(args.teacher_book, args.root, build=args.build)
-        print(f"Teacher's copy with solutions: {dest}" + ("" if args.build else f"\nBuild it: jupyter-book build {dest}"))
+        print(f"Teacher's copy with solutions: {dest}")
+        if not args.build:
+            print(f"Build it: jupyter-book build {dest}")
         return 0
     changed = generate(args.root, check_only=args.check)
     for path in changed:

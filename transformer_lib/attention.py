@@ -61,7 +61,10 @@ def scaled_dot_product_attention(
     if mask is not None:
         check_mask("mask", mask, (*q.shape[:-1], k.shape[-2]))
         has_key = mask.any(dim=-1, keepdim=True)  # (..., T, 1): does this query see any key at all?
-        mask = mask | ~has_key  # let empty rows see everything, then zero them below: no 0/0 = NaN anywhere
+        if _every_query_sees_a_key(has_key):
+            has_key = None  # the usual case: nothing to repair, so skip two full-size masked_fills
+        else:
+            mask = mask | ~has_key  # let empty rows see everything, then zero them below: no 0/0 = NaN anywhere
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])  # ÷√d_k keeps the logits' variance near 1 (§3.2.1)
 
@@ -77,6 +80,16 @@ def scaled_dot_product_attention(
         weights = weights.masked_fill(~has_key, 0.0)
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ v, (weights if need_weights else None)  # (..., T, Dv)
+
+
+def _every_query_sees_a_key(has_key: Tensor) -> bool:
+    """True when no query row of the mask is empty. Only asked where the answer is cheap to read: on the CPU and
+    outside ``torch.compile`` tracing. On a GPU, reading it would stall the device, so we assume the worst and
+    let the (sync-free) repair run."""
+    is_compiling = getattr(torch.compiler, "is_compiling", None)  # torch >= 2.3
+    if has_key.device.type != "cpu" or (is_compiling is not None and is_compiling()):
+        return False
+    return bool(has_key.all())
 
 
 class KVCache:

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .masks import padding_mask
-from .models import DecoderOnlyModel, DecodingState, Transformer, TransformerConfig
+from .models import DecoderOnlyModel, DecodingState, TransformerConfig
 from .training import sequence_loss
 from .validation import check_choice, check_positive, check_tensor
 
@@ -52,7 +52,7 @@ MaskMethod = Literal["multiply_after", "multiply_before", "add_neg_inf", "add_fi
 # --- Chapter 5: masks ------------------------------------------------------------------------------------------
 
 def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Tensor:
-    """Three ways of masking a softmax that a from-scratch implementation might use, without any safeguard.
+    """Four ways of masking a softmax that a from-scratch implementation might use, without any safeguard.
 
     * ``"multiply_after"``: ``softmax(scores) * mask``. Blocked keys get 0, but the row no longer sums to 1
       (the blocked keys' share of the probability is thrown away, not redistributed).
@@ -62,10 +62,10 @@ def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Te
     * ``"add_neg_inf"``: ``softmax(scores + M)`` with ``M = 0`` (allowed) or ``-inf`` (blocked). Exact zeros and
       rows that sum to 1; a row whose keys are *all* blocked is ``exp(-inf) / 0`` = NaN.
     * ``"add_finfo_min"``: ``M = torch.finfo(dtype).min`` instead of ``-inf`` (what fp16 code often does). An
-      all-blocked row becomes uniform (every logit equally tiny), not zeros; and ``finfo.min`` plus anything
-      negative overflows to ``-inf``, bringing the NaN back.
+      all-blocked row becomes uniform (every logit equally tiny), not zeros; and ``finfo.min`` is at the edge of
+      the range: adding it twice (two additive masks) overflows to ``-inf``, in float16 even ``min - 16`` does.
 
-    The library's :func:`~transformer_lib.attention.scaled_dot_product_attention` avoids all three problems.
+    The library's :func:`~transformer_lib.attention.scaled_dot_product_attention` has none of these problems.
 
     Shape:
         scores: (..., T, S) float, mask: broadcastable to (..., T, S) bool (True = may attend) -> (..., T, S)
@@ -75,7 +75,8 @@ def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Te
     try:
         torch.broadcast_shapes(mask.shape, scores.shape)
     except RuntimeError:
-        raise ValueError(f"mask: shape {tuple(mask.shape)} does not broadcast to scores {tuple(scores.shape)}") from None
+        raise ValueError(f"mask: shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+                         f"{tuple(scores.shape)}") from None
     check_choice("method", method, ("multiply_after", "multiply_before", "add_neg_inf", "add_finfo_min"))
     if method == "multiply_after":
         return scores.softmax(dim=-1) * mask.to(scores.dtype)
@@ -91,11 +92,14 @@ def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Te
 def prefix_by_prefix_logits(model: nn.Module, ids: Tensor) -> Tensor:
     """The decoder run the slow, sequential way: for each t, feed ``ids[:, :t+1]`` alone and keep the last logits.
 
-    With the causal mask this equals ``model(ids)`` (one parallel pass); without it, it does not.
+    ``model`` maps ids (B, T) to logits (B, T, V), like :class:`~transformer_lib.models.DecoderOnlyModel`. With
+    the causal mask this equals ``model(ids)`` (one parallel pass); without it, it does not.
 
     Shape:
         ids: (B, T) int64 without padding -> logits (B, T, V)
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected an nn.Module mapping ids to logits, got {type(model).__name__}")
     check_tensor("ids", ids, ndim=2, dtype="int")
     rows = [model(ids[:, : t + 1])[:, -1] for t in range(ids.shape[1])]  # T x (B, V)
     return torch.stack(rows, dim=1)  # (B, T, V)
@@ -105,7 +109,7 @@ class PeekingDecoderOnlyModel(DecoderOnlyModel):
     """A :class:`~transformer_lib.models.DecoderOnlyModel` trained *without* the causal mask (only padding).
 
     Every position can read the token it is asked to predict, so its training loss collapses while it learns
-    nothing that helps generation: the "cheating" decoder of chapter 5. Generation always re-runs the whole
+    little that helps generation: the "cheating" decoder of chapter 5. Generation always re-runs the whole
     prefix: a KV cache assumes that earlier positions never change when a token is appended, which holds only
     under the causal mask.
 
@@ -182,11 +186,17 @@ def heads_one_by_one(mha: MultiHeadAttention, query: Tensor, key: Tensor, value:
     heads = []
     for i in range(mha.n_heads):
         rows = [slice(part * C + i * D, part * C + (i + 1) * D) for part in range(3)]  # head i's rows of Q, K, V
-        q, k, v = (F.linear(x, W[r], None if b is None else b[r])[:, None] for x, r in zip((query, key, value), rows))
+        q, k, v = (F.linear(x, W[r], None if b is None else b[r])[:, None]  # (B, 1, T or S, D)
+                   for x, r in zip((query, key, value), rows))
         m = mask[:, i : i + 1] if mask is not None and mask.dim() == 4 and mask.shape[1] > 1 else mask
-        out, _ = scaled_dot_product_attention(q, k, v, m, impl="eager")  # q, k, v: (B, 1, T or S, D)
+        out, _ = scaled_dot_product_attention(q, k, v, m, impl="eager")  # (B, 1, T, D)
         heads.append(out[:, 0])  # (B, T, D)
     return mha.o_proj(torch.cat(heads, dim=-1))  # concat -> (B, T, C), then W^O
+
+
+_COMPONENTS = ["embeddings", "encoder self-attention", "encoder feed-forward", "encoder layer norms",
+               "decoder self-attention", "decoder cross-attention", "decoder feed-forward", "decoder layer norms",
+               "output layer"]
 
 
 def count_parameters(model: nn.Module) -> dict[str, int]:
@@ -211,7 +221,7 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
         else:
             group = f"{stack} layer norms"
         counts[group] = counts.get(group, 0) + p.numel()
-    return counts
+    return {group: counts[group] for group in sorted(counts, key=_COMPONENTS.index)}
 
 
 def transformer_parameter_formula(config: TransformerConfig) -> dict[str, int]:
@@ -288,7 +298,8 @@ def layer_gradient_norms(model: DecoderOnlyModel, ids: Tensor, param: str = "ff.
         raise TypeError(f"model: expected a tl.DecoderOnlyModel, got {type(model).__name__}")
     names = dict(model.decoder.layers[0].named_parameters())
     if param not in names:
-        raise ValueError(f"param: expected a parameter name of one decoder layer, e.g. {sorted(names)[:3]}, got {param!r}")
+        raise ValueError(f"param: expected a parameter name of a decoder layer, e.g. {sorted(names)[:3]}, "
+                         f"got {param!r}")
     model.zero_grad(set_to_none=True)
     loss, _, _ = causal_lm_step(model, ids)
     loss.backward()
@@ -297,23 +308,24 @@ def layer_gradient_norms(model: DecoderOnlyModel, ids: Tensor, param: str = "ff.
     return norms.detach()
 
 
-def init_gradient_norms(config: TransformerConfig, *, n_seeds: int = 3, batch_size: int = 16, seq_len: int = 32,
+def init_gradient_norms(config: TransformerConfig, *, n_seeds: int = 8, batch_size: int = 16, seq_len: int = 32,
                         param: str = "ff.linear2.weight", device: torch.device | str | None = None) -> Tensor:
     """Per-layer gradient norms of ``param`` at initialisation, averaged over ``n_seeds`` freshly initialised
-    :class:`~transformer_lib.models.DecoderOnlyModel` s fed uniformly random tokens (Xiong et al., 2020, Fig. 3).
-    Compare ``config`` with ``norm_first=False`` (post-LN) and ``True`` (pre-LN). Use ``dropout=0.0``.
+    :class:`~transformer_lib.models.DecoderOnlyModel` s fed uniformly random tokens (as in Xiong et al., 2020).
+    Compare ``config`` with ``norm_first=False`` (post-LN) and ``True`` (pre-LN). Dropout is switched off.
 
     Shape:
         -> (L,) with L = config.n_decoder_layers, layer 1 first
     """
     if not isinstance(config, TransformerConfig):
         raise TypeError(f"config: expected a TransformerConfig, got {type(config).__name__}")
-    check_positive("n_seeds", n_seeds)
+    for name, value in (("n_seeds", n_seeds), ("batch_size", batch_size), ("seq_len", seq_len)):
+        check_positive(name, value)
     total = torch.zeros(config.n_decoder_layers)
     for seed in range(n_seeds):
         with torch.random.fork_rng(devices=[]):  # seeded, without disturbing the caller's random state
             torch.manual_seed(seed)
-            model = DecoderOnlyModel(config).to(device)
+            model = DecoderOnlyModel(config).to(device).eval()  # eval: no dropout noise in the measurement
             ids = torch.randint(4, config.tgt_vocab_size, (batch_size, seq_len + 1)).to(device)
-        total += layer_gradient_norms(model, ids, param).cpu()
+        total += layer_gradient_norms(model, ids, param).to(total.device)
     return total / n_seeds

@@ -206,6 +206,10 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
             watchdog.cancel()
 
     graded.problems[:0] = _cell_errors(kept, numbers, cell_timeout)
+    if _cell_errors([warm_up], [0], cell_timeout):  # the teacher's set-up, not the student's fault
+        graded.problems.append(f"The grader could not import transformer_lib in the kernel {kernel_name!r}: install "
+                               "the library in that kernel's environment (pip install -e .) or pick another with "
+                               "--kernel.")
     marker = RESULT_MARKER + nonce
     for ex, cell in zip(assignment.exercises, injected):
         result = _read_result(cell, marker, ex.name)
@@ -237,7 +241,8 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
                 for level, hint in enumerate(r.hints[1:], start=2):
                     lines += [f"<details><summary>Hint {level}</summary>", "", hint, "", "</details>", ""]
         if g.problems:
-            lines += ["### Problems while running your notebook", ""] + [f"- {p}" for p in g.problems] + [""]
+            lines += ["### Problems with your notebook", "", "Cells are numbered from the top, markdown cells included.",
+                      ""] + [f"- {p}" for p in g.problems] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 

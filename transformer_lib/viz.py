@@ -107,7 +107,7 @@ def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, title, squ
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=y_labels, title=y_title,
                      autorange="reversed", **(dict(scaleanchor="x", scaleratio=1, constrain="domain") if square
                                              else {}))
-    cell = 34 if square else 26
+    cell = 40 if square else 26
     fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), margin=dict(t=120 if title else 90, b=30),
                       height=min(760, max(300, 150 + cell * len(y_labels))))
 
@@ -268,8 +268,8 @@ def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
     _label_axes(fig, xl, yl, "key", "query", f"{title}: layer 1, head 1", square=True)
     # a control bar under the grid: the layer menu on the left, the head slider beside it
     fig.update_layout(sliders=[head_slider(0)], height=fig.layout.height + 110, margin_b=120,
-                      updatemenus=[dict(buttons=buttons, active=0, direction="up", x=0.0, xanchor="left", y=0, yanchor="top",
-                                        pad=dict(t=45))])
+                      updatemenus=[dict(buttons=buttons, active=0, direction="up", x=0.0, xanchor="left", y=0,
+                                        yanchor="top", pad=dict(t=45))])  # opens upwards, into the figure
     return fig
 
 

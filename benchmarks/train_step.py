@@ -25,7 +25,7 @@ from .common import environment, format_table, interleaved_times, ratio_summary,
 
 __all__ = ["TorchTransformerLM", "matched_pair", "random_batch", "train_step_benchmark", "QUICK", "FULL"]
 
-FULL = dict(d_model=256, n_heads=8, n_layers=3, d_ff=1024, vocab_size=2000, batch_size=16, seq_len=48,
+FULL = dict(d_model=256, n_heads=8, n_layers=2, d_ff=1024, vocab_size=2000, batch_size=8, seq_len=48,
             repeats=9, inner=2)
 QUICK = dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, vocab_size=1000, batch_size=8, seq_len=32,
              repeats=5, inner=2)

@@ -241,8 +241,9 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
                 for level, hint in enumerate(r.hints[1:], start=2):
                     lines += [f"<details><summary>Hint {level}</summary>", "", hint, "", "</details>", ""]
         if g.problems:
-            lines += ["### Problems with your notebook", "", "Cells are numbered from the top, markdown cells included.",
-                      ""] + [f"- {p}" for p in g.problems] + [""]
+            lines += ["### Problems with your notebook", "",
+                      "Cells are numbered from the top, markdown cells included.", ""]
+            lines += [f"- {p}" for p in g.problems] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -315,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     rows = [row for g in graded for row in g.rows()]
-    print(f"Graded {len(graded)} notebooks of {len({g.student for g in graded})} students: "
+    n_students = len({g.student for g in graded})
+    print(f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
           f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}.")
     return 0
 

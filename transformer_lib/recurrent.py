@@ -3,9 +3,9 @@
 * **Parallelism.** :func:`benchmark_forward` times ``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` against one self-attention
   layer over sequence lengths; :func:`sequential_steps` counts the steps that must run one after another:
   ``T`` for a recurrent layer, 1 for attention.
-* **Long range.** :func:`gradient_vs_distance` measures ‖∂h_T/∂x_t‖ against the distance ``T - 1 - t``: in an RNN
-  the signal from a far token crosses ``T - 1 - t`` state updates and shrinks at each; in self-attention every
-  token is one step from every other (the paper's "maximum path length", Table 1).
+* **Long range.** :func:`gradient_vs_distance` measures ‖∂h_T/∂x_t‖ against the distance ``T - 1 - t``: in an
+  RNN the signal from a far token crosses ``T - 1 - t`` state updates and shrinks at each; in self-attention
+  every token is one step from every other (the paper's "maximum path length", Table 1).
 * **Recall.** :func:`recall_experiment` trains a :class:`RecallModel` on :func:`transformer_lib.data.recall_task`
   (repeat the first token after ``k`` distractors): briefly trained, an LSTM fails as ``k`` grows, a Transformer
   does not.
@@ -41,7 +41,7 @@ from .validation import check_choice, check_positive
 __all__ = [
     "RECURRENT_KINDS", "LAYER_KINDS", "make_sequence_layer", "orthogonal_rnn", "sequential_steps", "time_call",
     "TimingResult", "benchmark_forward", "gradient_vs_distance", "RecallModel", "train_recall", "recall_accuracy",
-    "RecallResult", "recall_experiment", "main",
+    "RecallResult", "recall_experiment",
 ]
 
 RECURRENT_KINDS = ("rnn", "lstm", "gru")
@@ -181,11 +181,13 @@ def benchmark_forward(seq_lens: Sequence[int], *, kinds: Sequence[str] = LAYER_K
     for kind in kinds:
         check_choice("kinds[i]", kind, LAYER_KINDS)
     device = torch.device(device)
-    torch.manual_seed(seed)
-    layers = {k: make_sequence_layer(k, d_model, n_heads=n_heads).to(device).eval() for k in kinds}
-    if control:
-        layers["rnn_no_recurrence"] = layers["rnn"] if "rnn" in layers else make_sequence_layer("rnn", d_model).to(device).eval()
-    inputs = {n: torch.randn(batch_size, n, d_model, device=device) for n in lens}  # (B, T, C)
+    with torch.random.fork_rng(devices=[]):  # seeded, without disturbing the caller's random stream
+        torch.manual_seed(seed)
+        layers = {k: make_sequence_layer(k, d_model, n_heads=n_heads).to(device).eval() for k in kinds}
+        if control:  # the same nn.RNN weights when "rnn" is timed too
+            rnn = layers["rnn"] if "rnn" in layers else make_sequence_layer("rnn", d_model).to(device).eval()
+            layers["rnn_no_recurrence"] = rnn
+        inputs = {n: torch.randn(batch_size, n, d_model).to(device) for n in lens}  # (B, T, C)
 
     def call(name: str, n: int) -> Callable[[], object]:
         x = inputs[n]

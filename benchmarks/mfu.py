@@ -15,7 +15,8 @@ import transformer_lib as tl
 from .common import environment, interleaved_times, summarize
 from .train_step import _step_fn, random_batch
 
-__all__ = ["PEAK_BF16_TFLOPS", "peak_tflops", "forward_flops", "training_flops", "mfu_benchmark"]
+__all__ = ["PEAK_BF16_TFLOPS", "peak_tflops", "flops_breakdown", "forward_flops", "training_flops",
+           "mfu_benchmark"]
 
 # Dense (no structured sparsity) bfloat16 tensor-core peaks from the vendors' data sheets, in TFLOP/s.
 # Matched against torch.cuda.get_device_name() in this order, so the more specific names come first.
@@ -39,20 +40,35 @@ def peak_tflops(device_name: str) -> float | None:
     return None
 
 
-def forward_flops(cfg: tl.TransformerConfig, batch_size: int, src_len: int, tgt_len: int) -> int:
-    """Matrix-product FLOPs of one forward pass of :class:`tl.Transformer` (2 per multiply-add).
+def flops_breakdown(cfg: tl.TransformerConfig, batch_size: int, src_len: int, tgt_len: int) -> dict[str, int]:
+    """Matrix-product FLOPs of one forward pass of :class:`tl.Transformer`, by kind (2 FLOPs per multiply-add).
 
-    Per encoder layer (S source positions, width C, feed-forward width F): Q/K/V and output projections
-    8·S·C², scores and weighted sum 4·S²·C, feed-forward 4·S·C·F. Per decoder layer (T target positions):
-    self-attention 8·T·C² + 4·T²·C, cross-attention 4·T·C² (Q, output) + 4·S·C² (K, V) + 4·T·S·C,
-    feed-forward 4·T·C·F. Plus the output layer 2·T·C·V. Attention is counted in full (the causal half is
-    not subtracted), the usual convention. Embedding look-ups, norms and softmax are not counted.
+    With S source and T target positions, width C, feed-forward width F, vocabulary V, per sequence:
+
+    * ``projections`` (W^Q, W^K, W^V, W^O): 8·S·C² per encoder layer; 8·T·C² (self) + 4·T·C² + 4·S·C² (cross)
+      per decoder layer;
+    * ``attention`` (q kᵀ and the weighted sum of v): 4·S²·C per encoder layer, 4·T²·C + 4·T·S·C per decoder
+      layer. The only terms that grow with the *square* of the length. Counted in full: the causal half that
+      a mask throws away is not subtracted, the usual convention;
+    * ``feed_forward``: 4·S·C·F per encoder layer, 4·T·C·F per decoder layer;
+    * ``output_layer``: 2·T·C·V.
+
+    Embedding look-ups, LayerNorm and softmax are not counted (they are not matrix products).
     """
     C, F, S, T, V = cfg.d_model, cfg.d_ff, src_len, tgt_len, cfg.tgt_vocab_size
-    encoder = cfg.n_encoder_layers * (8 * S * C * C + 4 * S * S * C + 4 * S * C * F)
-    decoder = cfg.n_decoder_layers * (8 * T * C * C + 4 * T * T * C + 4 * T * C * C + 4 * S * C * C
-                                      + 4 * T * S * C + 4 * T * C * F)
-    return batch_size * (encoder + decoder + 2 * T * C * V)
+    E, D = cfg.n_encoder_layers, cfg.n_decoder_layers
+    per_sequence = {
+        "projections": E * 8 * S * C * C + D * (12 * T * C * C + 4 * S * C * C),
+        "attention": E * 4 * S * S * C + D * (4 * T * T * C + 4 * T * S * C),
+        "feed_forward": E * 4 * S * C * F + D * 4 * T * C * F,
+        "output_layer": 2 * T * C * V,
+    }
+    return {kind: batch_size * flops for kind, flops in per_sequence.items()}
+
+
+def forward_flops(cfg: tl.TransformerConfig, batch_size: int, src_len: int, tgt_len: int) -> int:
+    """Matrix-product FLOPs of one forward pass: the sum of :func:`flops_breakdown`."""
+    return sum(flops_breakdown(cfg, batch_size, src_len, tgt_len).values())
 
 
 def training_flops(cfg: tl.TransformerConfig, batch_size: int, src_len: int, tgt_len: int) -> int:

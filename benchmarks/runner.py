@@ -20,25 +20,31 @@ BENCHMARKS = ("train_step", "attention", "decoding", "memory", "mfu")
 TARGETS = {"train_step_ratio_vs_torch": 1.0, "kv_cache_speedup_128": 5.0}
 
 
-def _train_step(quick: bool, device: torch.device, **_) -> list[dict]:
-    sizes = train_step.QUICK if quick else train_step.FULL
+def _sizes(module, quick: bool, override: dict | None) -> dict:
+    return {**(module.QUICK if quick else module.FULL), **(override or {})}
+
+
+def _train_step(quick: bool, device: torch.device, override: dict | None = None, **_) -> list[dict]:
+    sizes = _sizes(train_step, quick, override)
     return [train_step.train_step_benchmark(norm_first=nf, device=device, **sizes) for nf in (False, True)]
 
 
-def _attention(quick: bool, device: torch.device, **_) -> dict:
-    return attention.attention_benchmark(device=device, **(attention.QUICK if quick else attention.FULL))
+def _attention(quick: bool, device: torch.device, override: dict | None = None, **_) -> dict:
+    return attention.attention_benchmark(device=device, **_sizes(attention, quick, override))
 
 
-def _decoding(quick: bool, device: torch.device, **_) -> dict:
-    return decoding.decoding_benchmark(device=device, **(decoding.QUICK if quick else decoding.FULL))
+def _decoding(quick: bool, device: torch.device, override: dict | None = None, **_) -> dict:
+    return decoding.decoding_benchmark(device=device, **_sizes(decoding, quick, override))
 
 
-def _memory(quick: bool, device: torch.device, **_) -> dict:
-    return memory.memory_benchmark(device=device, **(memory.QUICK if quick else memory.FULL))
+def _memory(quick: bool, device: torch.device, override: dict | None = None, **_) -> dict:
+    return memory.memory_benchmark(device=device, **_sizes(memory, quick, override))
 
 
-def _mfu(quick: bool, device: torch.device, peak_tflops: float | None = None, **_) -> dict:
-    return mfu.mfu_benchmark(device=device, peak=peak_tflops, **(dict(batch_size=16, repeats=3, inner=3) if quick else {}))
+def _mfu(quick: bool, device: torch.device, override: dict | None = None, peak_tflops: float | None = None,
+         **_) -> dict:
+    sizes = {**(dict(batch_size=16, repeats=3, inner=3) if quick else {}), **(override or {})}
+    return mfu.mfu_benchmark(device=device, peak=peak_tflops, **sizes)
 
 
 _RUNNERS: dict[str, tuple[Callable, Callable]] = {
@@ -56,9 +62,13 @@ def run_all(
     only: Sequence[str] | None = None,
     device: torch.device | str | None = None,
     peak_tflops: float | None = None,
+    sizes: dict[str, dict] | None = None,
     echo: Callable[[str], object] | None = print,
 ) -> dict:
     """Run the benchmarks named in ``only`` (default: all of :data:`BENCHMARKS`) and return one dict.
+
+    ``quick`` picks each module's ``QUICK`` sizes instead of ``FULL``; ``sizes`` overrides some of them per
+    benchmark, e.g. ``{"decoding": {"new_tokens": (8, 16)}}``. ``echo`` prints each table (None: silent).
 
     Top-level keys: ``env``, ``quick``, ``targets``, ``train_step_ratio_vs_torch`` (post-LN, the paper's stack),
     ``train_step_ratio_vs_torch_norm_first`` (pre-LN), ``kv_cache_speedup_128`` (None when not measured),
@@ -74,10 +84,9 @@ def run_all(
     for name in names:
         run, table = _RUNNERS[name]
         t0 = time.perf_counter()
-        results[name] = run(quick, device, peak_tflops=peak_tflops)
+        results[name] = run(quick, device, override=(sizes or {}).get(name), peak_tflops=peak_tflops)
         if echo is not None:
-            tables = [table(results[name])] if name != "train_step" else [table(results[name])]
-            echo("\n".join(tables) + f"\n({name}: {time.perf_counter() - t0:.1f} s)\n")
+            echo(f"{table(results[name])}\n({name}: {time.perf_counter() - t0:.1f} s)\n")
     train = results.get("train_step")
     dec = results.get("decoding")
     return {

@@ -34,8 +34,8 @@ QUICK = dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, vocab_size=1000, batc
 class TorchTransformerLM(nn.Module):
     """``torch.nn.Transformer`` with the embeddings and output layer of :class:`tl.Transformer`.
 
-    Masks are given the way torch's documentation asks: a float causal mask with ``tgt_is_causal=True`` and
-    key-padding masks (True = padding) for the source, the target and the memory.
+    Masks are given the way torch's documentation asks: a causal mask with ``tgt_is_causal=True`` and
+    key-padding masks for the source, the target and the memory (all boolean, in torch's sense: True = blocked).
 
     Shape:
         src: (B, S) int64, tgt: (B, T) int64 -> logits (B, T, V)
@@ -65,7 +65,8 @@ class TorchTransformerLM(nn.Module):
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         pad = self.cfg.pad_id
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)  # (T, T) 0/-inf
+        T = tgt.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=tgt.device).triu(1)  # (T, T), True above the diagonal
         h = self.transformer(
             self._embed(self.src_embed, src), self._embed(self.tgt_embed, tgt), tgt_mask=causal, tgt_is_causal=True,
             src_key_padding_mask=src == pad, tgt_key_padding_mask=tgt == pad, memory_key_padding_mask=src == pad,
@@ -155,7 +156,8 @@ def train_step_benchmark(
     torch.manual_seed(seed)
     ours, theirs = matched_pair(cfg, device)
     batch = random_batch(batch_size, seq_len, vocab_size, pad_id=cfg.pad_id, seed=seed, device=device)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's eval path announces its prototype nested tensors
         diff = (ours.eval()(*batch[:2]) - theirs.eval()(*batch[:2])).abs().max().item()
     ours.train(), theirs.train()
     times = interleaved_times(

@@ -180,3 +180,17 @@ def test_disable_attention_scaling_without_bias():
     q, k, v = (x @ W[i * 16 : (i + 1) * 16].T for i in range(3))
     expected = mha.o_proj((q @ k.transpose(1, 2)).softmax(-1) @ v)
     torch.testing.assert_close(mha(x, x, x)[0], expected)
+
+
+def test_scale_query_rows_scales_only_the_query_part():
+    scale = probes.ScaleQueryRows(d_model=2, factor=3.0)
+    w = scale(torch.ones(6, 2))
+    assert w[:2].eq(3.0).all() and w[2:].eq(1.0).all()
+    assert scale(torch.ones(6)).tolist() == [3.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_dot_product_variance_validates_the_sample_count():
+    with pytest.raises(ValueError, match="n_samples: a variance needs at least 2 samples, got 1"):
+        probes.dot_product_variance([4], n_samples=1)
+    with pytest.raises(TypeError, match="n_samples: expected an int"):
+        probes.dot_product_variance([4], n_samples=2.5)

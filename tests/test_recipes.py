@@ -10,13 +10,22 @@ import torch
 
 import transformer_lib as tl
 from transformer_lib import data, recipes
-from transformer_lib.tokenization import BOS_ID, EOS_ID, PAD_ID
+from transformer_lib.tokenization import BOS_ID, EOS_ID
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "book" / "checkpoints"
 TINY_TRANSLATION = recipes.TranslationRecipe(n_pairs=120, d_model=16, n_heads=2, n_layers=1, d_ff=32,
                                               batch_size=32, epochs=1, warmup_steps=2)
 TINY_FAMILIES = recipes.FamiliesRecipe(length=4, n_symbols=5, n_train=64, n_test=16, d_model=16, n_heads=2,
                                        n_layers=1, d_ff=32, batch_size=16, steps=3)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models train fastest on one CPU thread (several threads spin against each other on a busy machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 # --------------------------------------------------------------------------------------------- validation
@@ -139,6 +148,21 @@ def test_shipped_translation_checkpoint_scores_on_held_out_pairs():
     scores = tl.evaluate(model, corpus.loader("test", 256), bos_id=BOS_ID, eos_id=EOS_ID)
     assert scores["exact_match"] >= 0.95
     assert scores["exact_match"] == pytest.approx(extra["scores"]["exact_match"], abs=1e-9)
+    regenerated = recipes.translation_data(recipes.TranslationRecipe(**extra["recipe"]))  # data.py unchanged?
+    assert regenerated.tgt_tokenizer.to_dict() == corpus.tgt_tokenizer.to_dict()
+    assert regenerated.src_tokenizer.to_dict() == corpus.src_tokenizer.to_dict()
+
+
+def test_compare_decoding_on_the_shipped_model():
+    model, corpus = recipes.load_translation(CHECKPOINTS / "translation.safetensors")
+    scores = recipes.compare_decoding(model, corpus, limit=30)
+    assert list(scores) == list(recipes.DECODING_METHODS)
+    assert scores["greedy"] >= 0.9 and scores["beam (k=4, α=0.6)"] >= 0.9
+    assert scores["sampling (T=1.5)"] < scores["greedy"]  # hot sampling spoils sentences
+    again = recipes.compare_decoding(model, corpus, {"hot": ("sample", dict(temperature=1.5))}, limit=30)
+    assert again == {"hot": scores["sampling (T=1.5)"]}  # seeded: the same draws every time
+    with pytest.raises(ValueError, match="methods"):
+        recipes.compare_decoding(model, corpus, {"x": ("magic", {})}, limit=2)
 
 
 @pytest.mark.parametrize("family", recipes.FAMILIES)

@@ -1,5 +1,8 @@
 """Measurements behind Chapters 3 and 4: why positions are needed, why sinusoids, why ÷√d_k.
 
+Each function turns one claim of the paper into a number a chapter can assert. Random samples are drawn on the
+CPU from a seeded generator, so they are the same on every machine.
+
 Shape legend: ``B`` batch, ``T`` length, ``C`` model width ``d_model``, ``N`` samples, ``S`` keys.
 
 * Attention is permutation-equivariant (§3.5's reason for positions): :func:`permutation_equivariance_gap`.
@@ -8,7 +11,8 @@ Shape legend: ``B`` batch, ``T`` length, ``C`` model width ``d_model``, ``N`` sa
   paper's interleaved layout to Tensor2Tensor's concatenated one.
 * The ÷√d_k of §3.2.1 and its footnote 4: :func:`dot_product_variance` measures Var(q·k) for random q, k;
   :func:`softmax_stats` and :func:`saturation_sweep` measure how peaked the softmax gets and how small its
-  gradient becomes; :func:`disable_attention_scaling` builds the unscaled variant of a model to train.
+  gradient becomes; :func:`disable_attention_scaling` builds the unscaled variant of a model to train (with
+  the parametrization :class:`ScaleQueryRows`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ __all__ = [
     "dot_product_variance",
     "softmax_stats",
     "saturation_sweep",
+    "ScaleQueryRows",
     "disable_attention_scaling",
 ]
 
@@ -41,7 +46,8 @@ def permutation_equivariance_gap(fn: Callable[[Tensor], Tensor], x: Tensor, perm
     """Largest |fn(x[:, perm]) - fn(x)[:, perm]|: zero (up to rounding) when shuffling the input positions
     shuffles the output the same way, as it does for attention without positions.
 
-    ``perm`` is a permutation of ``range(T)``; by default a random one drawn from ``seed``.
+    ``perm`` is a permutation of ``range(T)``; by default a random one drawn from ``seed``. Introduced in
+    Chapter 3.
 
     Shape:
         x: (B, T, C), perm: (T,) int64; ``fn`` maps (B, T, C) to (B, T, ...)
@@ -72,7 +78,7 @@ def sinusoid_shift_matrix(k: int, d_model: int, *, base: float = 10000.0, interl
 
     ``M_k`` depends on ``k`` only, not on ``pos``: the reason a linear map can read relative positions.
     With ``interleaved=True`` (the paper's layout) the 2x2 blocks sit on the diagonal; with ``False``
-    (Tensor2Tensor's sines-then-cosines) the same entries sit on four diagonals.
+    (Tensor2Tensor's sines-then-cosines) the same entries sit on four diagonals. Introduced in Chapter 3.
 
     Shape:
         output: (d_model, d_model)
@@ -96,7 +102,7 @@ def sinusoid_shift_matrix(k: int, d_model: int, *, base: float = 10000.0, interl
 
 def sin_cos_permutation(d_model: int) -> Tensor:
     """Column order that turns the concatenated layout into the interleaved one:
-    ``sinusoidal_encoding(T, C, interleaved=False)[:, perm] == sinusoidal_encoding(T, C)``.
+    ``sinusoidal_encoding(T, C, interleaved=False)[:, perm] == sinusoidal_encoding(T, C)``. Chapter 3.
 
     Shape:
         output: (d_model,) int64
@@ -115,7 +121,8 @@ def random_dot_products(d_ks: Sequence[int], n_samples: int, *, n_keys: int = 1,
 
     One draw at the largest width serves every width: the dot product over the first d_k coordinates is a prefix
     sum of q_i·k_i, so each d_k gets ``n_samples`` exact samples of its distribution (samples of different widths
-    share coordinates, so they are correlated with each other). Rows are drawn ``chunk`` numbers at a time.
+    share coordinates, so they are correlated with each other). Rows are drawn ``chunk`` numbers at a time, on
+    the CPU. Introduced in Chapter 4.
 
     Shape:
         output: (len(d_ks), n_samples, n_keys), float64; entry [j, n, s] = q_n · k_{n,s} over d_ks[j] coordinates
@@ -141,8 +148,9 @@ def dot_product_variance(d_ks: Sequence[int], n_samples: int = 50_000, *, seed: 
     """Sample variance of q·k and of q·k/√d_k for each d_k, with q, k ~ N(0, I) (footnote 4 of §3.2.1).
 
     Each q_i·k_i has mean 0 and variance 1, so a sum of d_k of them has variance d_k; dividing by √d_k brings it
-    back to 1. Returns lists aligned with ``d_ks``: ``d_k``, ``var`` and ``var_scaled``.
+    back to 1. Returns lists aligned with ``d_ks``: ``d_k``, ``var`` and ``var_scaled``. Chapter 4.
     """
+    check_positive("n_samples", n_samples)
     if n_samples < 2:
         raise ValueError(f"n_samples: a variance needs at least 2 samples, got {n_samples}")
     dots = random_dot_products(d_ks, n_samples, seed=seed)[..., 0]  # (len(d_ks), N)
@@ -158,6 +166,7 @@ def softmax_stats(scores: Tensor) -> dict[str, Tensor]:
     Returns ``max_prob`` (the largest weight), ``entropy`` (in nats; log S for a uniform row, 0 for a one-hot row)
     and ``jacobian_norm``, the Frobenius norm of ∂softmax/∂scores = diag(p) - p pᵀ, in closed form
     ``√(Σp² - 2Σp³ + (Σp²)²)``: it tends to 0 as the row becomes one-hot, so almost no gradient reaches the scores.
+    Computed in float64. Introduced in Chapter 4.
 
     Shape:
         scores: (..., S) -> each value (...)
@@ -178,7 +187,7 @@ def saturation_sweep(d_ks: Sequence[int], *, n_keys: int = 10, n_samples: int = 
 
     Scores are q·k (:func:`random_dot_products`), divided by √d_k when ``scaled``. Returns lists aligned with
     ``d_ks``: ``d_k``, ``max_prob``, ``entropy``, ``jacobian_norm`` (means over ``n_samples`` queries), ready
-    for ``pandas.DataFrame``.
+    for ``pandas.DataFrame``. Chapter 4.
     """
     scores = random_dot_products(d_ks, n_samples, n_keys=n_keys, seed=seed)  # (len(d_ks), N, S)
     if scaled:
@@ -195,8 +204,13 @@ def _check_widths(d_ks: Sequence[int]) -> list[int]:
     return list(d_ks)
 
 
-class _ScaleQueryRows(nn.Module):
-    """Parametrization: multiply the W^Q rows (the first ``d_model`` rows or entries) by ``factor``."""
+class ScaleQueryRows(nn.Module):
+    """A :mod:`torch.nn.utils.parametrize` parametrization of ``MultiHeadAttention.qkv_proj``: multiplies the
+    W^Q rows of the weight (its first ``d_model`` rows), or the matching entries of the bias, by ``factor``.
+
+    Shape:
+        w: (3C, C) weight or (3C,) bias -> same shape
+    """
 
     def __init__(self, d_model: int, factor: float) -> None:
         super().__init__()
@@ -215,6 +229,8 @@ def disable_attention_scaling(model: nn.Module) -> nn.Module:
     The library's attention always divides by √d_head, so this multiplies the query projection by √d_head on the
     fly (a :mod:`torch.nn.utils.parametrize` parametrization of ``qkv_proj``): (√d·q)·k / √d = q·k. The trainable
     parameters and their initial values stay the same, so training the result is training the unscaled model.
+    (Their names in ``state_dict`` change to ``qkv_proj.parametrizations.weight.original`` and so on.)
+    Introduced in Chapter 4.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model: expected an nn.Module, got {type(model).__name__}")
@@ -227,5 +243,5 @@ def disable_attention_scaling(model: nn.Module) -> nn.Module:
         factor = math.sqrt(mha.d_head)
         for name in ("weight", "bias"):
             if getattr(mha.qkv_proj, name, None) is not None:
-                parametrize.register_parametrization(mha.qkv_proj, name, _ScaleQueryRows(mha.d_model, factor))
+                parametrize.register_parametrization(mha.qkv_proj, name, ScaleQueryRows(mha.d_model, factor))
     return model

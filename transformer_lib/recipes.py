@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from .decoding import beam_search, greedy_decode, sample
 from .device import get_device, seed_everything
 from .models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
-from .training import History, evaluate, sequence_loss, train
+from .training import History, evaluate, noam_schedule, sequence_loss, train
 from .validation import check_choice, check_positive
 
 __all__ = ["TranslationRecipe", "TranslationData", "translation_data", "train_translation", "load_translation",
@@ -59,7 +60,7 @@ def _validate(recipe: object, probabilities: tuple[str, ...] = ()) -> None:
 @dataclass(frozen=True)
 class TranslationRecipe:
     """The toy translation model of chapter 7: a small post-LN Transformer (the paper's layout, scaled down),
-    Adam with the paper's warm-up schedule and label smoothing 0.1 (§5.3-5.4)."""
+    Adam with the paper's warm-up schedule (peaking at ``lr``) and label smoothing 0.1 (§5.3-5.4)."""
 
     n_pairs: int = 6000
     test_fraction: float = 0.1
@@ -82,6 +83,7 @@ class TranslationRecipe:
             raise ValueError("test_fraction: expected a value > 0 so that a held-out set exists, got 0.0")
 
     def config(self, src_vocab_size: int, tgt_vocab_size: int) -> TransformerConfig:
+        """The model's config for the tokenizers' vocabulary sizes."""
         return TransformerConfig(src_vocab_size, tgt_vocab_size, d_model=self.d_model, n_heads=self.n_heads,
                                  n_encoder_layers=self.n_layers, n_decoder_layers=self.n_layers, d_ff=self.d_ff,
                                  dropout=self.dropout, max_len=self.max_len, pad_id=PAD_ID)
@@ -96,7 +98,8 @@ class TranslationData:
     src_tokenizer: Tokenizer
     tgt_tokenizer: Tokenizer
 
-    def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None, seed: int = 0):
+    def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None,
+               seed: int = 0) -> torch.utils.data.DataLoader:
         """Batches (:class:`~transformer_lib.data.Batch`) of the ``"train"`` or ``"test"`` pairs as ids."""
         check_choice("split", split, ("train", "test"))
         ids = data.encode_pairs(getattr(self, split), self.src_tokenizer, self.tgt_tokenizer)
@@ -112,12 +115,6 @@ def translation_data(recipe: TranslationRecipe = TranslationRecipe()) -> Transla
                            WordTokenizer.train([t for _, t in train_pairs]))
 
 
-def _schedule(optimizer: torch.optim.Optimizer, warmup_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-    # the paper's shape (linear warm-up, then 1/sqrt(step)) scaled so that it peaks at the optimizer's lr
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: min((i + 1) / warmup_steps,
-                                                                      (warmup_steps / (i + 1)) ** 0.5))
-
-
 def train_translation(recipe: TranslationRecipe = TranslationRecipe(), *, device: torch.device | str | None = None,
                       progress: bool = True) -> tuple[Transformer, TranslationData, History, dict[str, float]]:
     """Train the recipe's model; return it (eval mode), its data, the training history and held-out greedy scores
@@ -126,9 +123,12 @@ def train_translation(recipe: TranslationRecipe = TranslationRecipe(), *, device
     device = device or get_device()
     corpus = translation_data(recipe)
     model = Transformer(recipe.config(corpus.src_tokenizer.vocab_size, corpus.tgt_tokenizer.vocab_size)).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    # the paper's schedule (§5.3) times a factor that makes its peak, at step warmup_steps, equal to recipe.lr
+    factor = recipe.lr * (recipe.d_model * recipe.warmup_steps) ** 0.5
+    scheduler = noam_schedule(optimizer, recipe.d_model, recipe.warmup_steps, factor)
     history = train(model, corpus.loader("train", recipe.batch_size, seed=recipe.seed), epochs=recipe.epochs,
-                    optimizer=optimizer, scheduler=_schedule(optimizer, recipe.warmup_steps),
+                    optimizer=optimizer, scheduler=scheduler,
                     label_smoothing=recipe.label_smoothing, progress=progress, desc="translation")
     scores = evaluate(model, corpus.loader("test", 256), bos_id=BOS_ID, eos_id=EOS_ID)
     return model, corpus, history, scores
@@ -152,6 +152,7 @@ def load_translation(path: str | Path, device: torch.device | str | None = None)
 # Decoding methods compared in chapter 7: name -> (function, options).
 DECODING_METHODS: dict[str, tuple[str, dict]] = {
     "greedy": ("greedy", {}),
+    "beam (k=2, α=0.6)": ("beam", dict(beam_size=2, length_penalty=0.6)),
     "beam (k=4, α=0.6)": ("beam", dict(beam_size=4, length_penalty=0.6)),
     "beam (k=4, α=0)": ("beam", dict(beam_size=4, length_penalty=0.0)),
     "sampling (T=0.5)": ("sample", dict(temperature=0.5)),
@@ -182,7 +183,8 @@ def compare_decoding(model: Transformer, corpus: TranslationData, methods: dict[
     for name, (kind, options) in methods.items():
         check_choice(f"methods[{name!r}][0]", kind, ("greedy", "beam", "sample"))
         if kind == "beam":
-            rows = [hyps[0].tokens.tolist() for hyps in beam_search(model, src, max_new_tokens, BOS_ID, EOS_ID, **options)]
+            beams = beam_search(model, src, max_new_tokens, BOS_ID, EOS_ID, **options)
+            rows = [hyps[0].tokens.tolist() for hyps in beams]  # the best hypothesis of each source
         elif kind == "sample":
             generator = torch.Generator(device).manual_seed(seed)
             rows = sample(model, src, max_new_tokens, BOS_ID, EOS_ID, generator=generator, **options).tolist()
@@ -206,7 +208,7 @@ SEP_ID = BOS_ID  # the decoder-only model reads: source <bos> target
 @dataclass(frozen=True)
 class FamiliesRecipe:
     """One fixed-length task (every source has ``length`` symbols) that all three families can learn, and one
-    small model size for all of them."""
+    small model size for all of them. Pre-LN blocks (``norm_first``) train reliably at a constant ``lr``."""
 
     task: str = "reverse"
     length: int = 8
@@ -227,6 +229,7 @@ class FamiliesRecipe:
         _validate(self)
 
     def config(self) -> TransformerConfig:
+        """The config every family uses (each reads the parts it needs); pre-LN, no dropout."""
         vocab = data.task_vocab_size(self.n_symbols)
         return TransformerConfig(vocab, vocab, d_model=self.d_model, n_heads=self.n_heads,
                                  n_encoder_layers=self.n_layers, n_decoder_layers=self.n_layers, d_ff=self.d_ff,
@@ -250,7 +253,10 @@ def family_model(family: str, recipe: FamiliesRecipe = FamiliesRecipe()) -> nn.M
     return DecoderOnlyModel(cfg) if family == "decoder-only" else Transformer(cfg)
 
 
-def family_step(family: str):
+StepFn = Callable[[nn.Module, tuple[Tensor, Tensor], float], tuple[Tensor, Tensor, Tensor]]
+
+
+def family_step(family: str) -> StepFn:
     """The ``step_fn(model, batch, label_smoothing) -> (loss, logits, targets)`` that trains ``family`` on
     ``(src, tgt)`` batches of equal lengths with :func:`~transformer_lib.training.train`."""
     check_choice("family", family, FAMILIES)

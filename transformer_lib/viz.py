@@ -85,10 +85,10 @@ def _mpl_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0
 
 # --------------------------------------------------------------------------------------------------- heatmaps
 def _heatmap_trace(z, x_labels, y_labels, colorscale, zmin, zmax, zmid, *, text=None,
-                   names: tuple[str, str] = ("row", "column"), **kw) -> go.Heatmap:
+                   names: tuple[str, str] = ("row", "column"), cells_in_figure: int = 0, **kw) -> go.Heatmap:
     # Numeric axes with tick text: a repeated token ("the ... the") must stay two columns, not merge into one.
-    # Hover shows the labels through customdata, but only for token-sized grids: it costs two strings a cell.
-    small = len(x_labels) * len(y_labels) <= 4096
+    # Hover shows the labels through customdata, but only for token-sized figures: it costs two strings a cell.
+    small = max(cells_in_figure, len(x_labels) * len(y_labels)) <= 4096
     hover = np.array([[(yl, xl) for xl in x_labels] for yl in y_labels], dtype=object) if small else None
     where = "%{customdata[0]}" if small else "%{y}", "%{customdata[1]}" if small else "%{x}"
     return go.Heatmap(
@@ -258,7 +258,7 @@ def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
                     pad=dict(t=30))
 
     fig = go.Figure([_heatmap_trace(w[lay, hd], xl, yl, SEQUENTIAL, 0, 1, None, names=("query", "key"),
-                                    visible=(lay, hd) == (0, 0),
+                                    cells_in_figure=w.size, visible=(lay, hd) == (0, 0),
                                     name=f"layer {lay + 1}, head {hd + 1}")
                      for lay in range(n_layers) for hd in range(n_heads)])
     buttons = [dict(method="update", label=f"layer {layer + 1}",

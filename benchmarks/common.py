@@ -8,6 +8,7 @@ each round sees the same load on both sides, so the median ratio over rounds is 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import statistics
 import time
@@ -95,8 +96,7 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
     """Where and when the numbers were taken: device, dtype, versions, threads, load, date."""
     info = {
         "device": str(device),
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
-        or platform.machine(),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name(),
         "dtype": str(dtype).replace("torch.", ""),
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -104,14 +104,24 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
         "threads": torch.get_num_threads(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    info["cpu_count"] = os.cpu_count()
     try:
-        import os
-
-        info["cpu_count"] = os.cpu_count()
-        info["load_average_1m"] = round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
+        info["load_average_1m"] = round(os.getloadavg()[0], 2)  # > cpu_count: the machine was shared
+    except (AttributeError, OSError):  # not available on Windows
         pass
     return info
+
+
+def _cpu_name() -> str:
+    """The CPU's model name where the system tells it (Linux), else the architecture."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def format_table(rows: list[dict], columns: list[tuple[str, str]], title: str = "") -> str:

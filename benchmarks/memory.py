@@ -12,6 +12,10 @@ time order. No mask is used here, so that the numbers show attention's own cost.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+
 import torch
 from torch.profiler import ProfilerActivity, profile
 
@@ -46,7 +50,7 @@ def measure_memory(fn, device: torch.device | str = "cpu") -> dict[str, int | No
         fn()
         torch.cuda.synchronize(device)
         return {"peak_bytes": torch.cuda.max_memory_allocated(device) - before, "largest_alloc_bytes": None}
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = sorted(prof.events(), key=lambda e: (e.time_range.end, e.time_range.start))
     current = peak = largest = 0
@@ -55,6 +59,26 @@ def measure_memory(fn, device: torch.device | str = "cpu") -> dict[str, int | No
         peak = max(peak, current)
         largest = max(largest, e.self_cpu_memory_usage if e.name != "[memory]" else 0)
     return {"peak_bytes": peak, "largest_alloc_bytes": largest}
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2 for a moment: the profiler's C++ side logs two lines per use, which would
+    otherwise land in every notebook cell that measures memory."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no real stderr (some embedded interpreters): nothing to silence
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def memory_benchmark(

@@ -7,9 +7,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup_env.sh
+extra=()
 if [ "${1:-}" = "--force" ]; then
-    rm -rf _build/.jupyter_cache
+    rm -rf _build/.jupyter_cache  # forget executed notebooks ...
+    extra=(--all)                 # ... and make Sphinx re-read every page, so that each one runs again
 fi
 start=$(date +%s)
-.venv/bin/jupyter-book build . --builder html -W --keep-going
+.venv/bin/jupyter-book build . --builder html -W --keep-going "${extra[@]}"
 echo "build_book: built _build/html in $(( $(date +%s) - start )) s; open _build/html/index.html"

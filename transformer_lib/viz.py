@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -453,6 +454,8 @@ def _configure_plotly() -> None:
     pio.templates.default = f"plotly_white+{_TEMPLATE}"
     if os.environ.get("PLOTLY_RENDERER"):
         return  # the reader's explicit choice wins
+    if "IPython" not in sys.modules:
+        return  # plain Python (scripts, tests): nothing is shown, and reading the renderer costs ~1 s of imports
     # plotly picks "plotly_mimetype" inside Jupyter kernels (>= 6.1) but may add "notebook", which pastes the
     # 4.8 MB plotly.js into the first output. Platforms plotly recognises (colab, vscode, ...) keep theirs.
     if pio.renderers.default and "notebook" in pio.renderers.default.split("+"):

@@ -19,7 +19,7 @@ from .common import environment, format_table, interleaved_times, ratio_summary,
 
 __all__ = ["decoding_benchmark", "FULL", "QUICK"]
 
-FULL = dict(d_model=256, n_heads=4, n_layers=3, d_ff=1024, vocab_size=1000, batch_size=4, src_len=32,
+FULL = dict(d_model=256, n_heads=4, n_layers=3, d_ff=1024, vocab_size=1000, batch_size=8, src_len=32,
             new_tokens=(32, 64, 128, 256), repeats=3)
 QUICK = dict(d_model=192, n_heads=4, n_layers=2, d_ff=768, vocab_size=1000, batch_size=4, src_len=16,
              new_tokens=(32, 64, 128), repeats=2)

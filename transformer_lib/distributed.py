@@ -16,7 +16,8 @@ optimiser step, so the copies stay identical.
 One detail makes the result equal to one process training on the whole global batch: the loss. The per-token
 mean over a *shard* would weight a short shard's tokens more than the global mean does, so each process divides
 its summed token loss by the number of target tokens in the *global* batch and multiplies by the number of
-processes (undoing DDP's averaging). ``tests/test_ddp.py`` checks the weights agree to 1e-6.
+processes (undoing DDP's averaging). ``tests/test_ddp.py`` checks the weights agree to 1e-6, except the bias of
+W^K: softmax ignores it, so its true gradient is zero and Adam amplifies the rounding noise it gets instead.
 
 Shape legend: ``B`` global batch, ``W`` world size (number of processes), ``B / W`` rows per process.
 """
@@ -107,7 +108,10 @@ def _train(task, steps, global_batch, lr, seed, d_model, n_heads, n_layers, d_ff
     seed_everything(seed)  # the same initial weights on every process (DDP also broadcasts rank 0's at start)
     model = Transformer(cfg).to(device)
     torch.manual_seed(seed + 1 + rank)  # but each process its own dropout masks
-    ddp = DistributedDataParallel(model) if backend else model
+    if backend:
+        ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    else:
+        ddp = model
     optimizer = torch.optim.Adam(ddp.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     pairs = make_task(task, steps * global_batch, min_len=min_len, max_len=max_len, n_symbols=n_symbols, seed=seed)
     rows = slice(rank * global_batch // world, (rank + 1) * global_batch // world)  # this process's shard

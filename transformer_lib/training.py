@@ -124,7 +124,7 @@ def train(
     use_amp = amp and device.type == "cuda"
     history, start, steps = History(), time.perf_counter(), 0
     total = max_steps or (epochs * len(loader) if hasattr(loader, "__len__") else None)
-    bar = tqdm(total=total, desc=desc, disable=not progress, leave=False)
+    bar = tqdm(total=total, desc=desc, disable=not progress, leave=True)  # a finished bar stays: the site shows it
     model.train()
     try:
         for _ in range(epochs):

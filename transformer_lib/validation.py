@@ -71,6 +71,8 @@ def check_token_ids(name: str, ids: object, vocab_size: int, max_len: int | None
             f"{name}: sequence length {ids.shape[1]} exceeds max_len={max_len}; "
             "shorten the input or build the model with a larger max_len"
         )
+    if torch.compiler.is_compiling():
+        return ids  # reading values back would break the compiled graph (and sync a GPU) on every call
     lo, hi = int(ids.min()), int(ids.max())
     if lo < 0 or hi >= vocab_size:
         bad = lo if lo < 0 else hi

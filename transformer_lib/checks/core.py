@@ -1,0 +1,285 @@
+"""The machinery every check shares: the result a learner sees, calling the learner's code safely, grading.
+
+:class:`CheckResult` is what a check returns: PASS/FAIL, a summary, details and tiered hints. The ``@_check``
+decorator turns a check body into a check: it sets the time limit, turns a ``_Fail`` raised at the first failing
+case into a failed result, and registers the check under its name, which is how :func:`grade_exercise` (the
+notebooks' ``check_assignment`` and the grader) finds it. ``_call`` runs the learner's function under the time
+limit and turns a stub, a time-out or an exception into a ``_Fail`` that names the input.
+
+Comparing tensors and the catalogue of mistakes live in :mod:`.compare`; the checks themselves, one module per
+assignment, in the other modules of this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import json
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+DEFAULT_TIME_LIMIT = 10.0  # seconds per call of the learner's code; the inputs are tiny, a correct answer takes ms
+RESULT_MARKER = "TL-CHECK-RESULT "  # the grader reads the JSON that follows this prefix on a printed line
+
+_time_limit: contextvars.ContextVar[float] = contextvars.ContextVar("time_limit", default=DEFAULT_TIME_LIMIT)
+_NOT_LEARNER = tuple({str(p) for d in (Path(__file__).parents[1], Path(torch.__file__).parent)
+                      for p in (d, d.resolve())})  # frames of the library and of torch, not the learner's
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The result a learner sees
+# --------------------------------------------------------------------------------------------------------------
+class _Text(str):
+    """A string that a notebook displays as plain text (no quotes, real line breaks)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+@dataclass(repr=False)
+class CheckResult:
+    """The outcome of one check: PASS/FAIL, what failed and tiered hints.
+
+    ``str(result)`` (and the notebook display) shows the first hint; ``result.more()`` the next one, and
+    ``result.hint(level)`` any level. ``bool(result)`` is ``result.passed``. ``error`` names the exception the
+    learner's code raised, if any (``"NotImplementedError"`` for an untouched stub).
+    """
+
+    exercise: str
+    passed: bool
+    summary: str
+    details: str = ""
+    hints: tuple[str, ...] = ()
+    error: str | None = None
+    _shown: int = field(default=1, compare=False)
+
+    @property
+    def not_implemented(self) -> bool:
+        return self.error == "NotImplementedError"
+
+    @property
+    def message(self) -> str:
+        """One line for a grade sheet: the summary and the first hint."""
+        if self.passed or not self.hints:
+            return self.summary
+        return f"{self.summary}{'' if self.summary.endswith(('.', '!', '?')) else '.'} Hint: {self.hints[0]}"
+
+    def hint(self, level: int = 1) -> _Text:
+        """Hint number ``level`` (1 = first nudge, higher = more detail); the last one if ``level`` is larger."""
+        if not self.hints:
+            return _Text("No hint: this check passed." if self.passed else "No hint for this failure.")
+        if isinstance(level, bool) or not isinstance(level, int) or level < 1:
+            raise ValueError(f"level: expected an int >= 1, got {level!r}")
+        level = min(level, len(self.hints))
+        return _Text(f"Hint {level}/{len(self.hints)}: {self.hints[level - 1]}")
+
+    def more(self) -> _Text:
+        """The next hint after those already shown (stays on the last one)."""
+        self._shown = min(self._shown + 1, max(len(self.hints), 1))
+        return self.hint(self._shown)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        head = f" {'PASS' if self.passed else 'FAIL'}: {self.exercise} "
+        lines = [head.center(72, "="), self.summary]
+        if self.details:
+            lines.append(self.details)
+        if not self.passed and self.hints:
+            lines.append(str(self.hint(1)))
+            if len(self.hints) > 1:
+                lines.append("  -> call .more() on this result for a more detailed hint")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (what the grader collects)."""
+        return {"exercise": self.exercise, "passed": self.passed, "summary": self.summary, "details": self.details,
+                "hints": list(self.hints), "error": self.error}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckResult:
+        return cls(str(d["exercise"]), bool(d["passed"]), str(d["summary"]), str(d.get("details", "")),
+                   tuple(str(h) for h in d.get("hints", ())), d.get("error"))
+
+
+class _Fail(Exception):
+    """Raised inside a check to stop at the first failing case; turned into a failed CheckResult."""
+
+    def __init__(self, summary: str, details: str = "", hints: tuple[str, ...] = (), error: str | None = None):
+        super().__init__(summary)
+        self.summary, self.details, self.hints, self.error = summary, details, tuple(hints), error
+
+
+class _TimeUp(BaseException):
+    """Raised by the alarm; a BaseException so that a learner's ``except Exception`` cannot swallow it."""
+
+
+_CHECKS: dict[str, Callable[..., CheckResult]] = {}  # "check_attention" -> the check; filled by @_check
+
+
+def _check(exercise: str) -> Callable:
+    """Decorator: run a check body, turning ``_Fail`` into a failed result and a normal return into a pass."""
+
+    def decorate(body: Callable[..., str]) -> Callable[..., CheckResult]:
+        @functools.wraps(body)
+        def run(*learner: Any, time_limit: float = DEFAULT_TIME_LIMIT) -> CheckResult:
+            token = _time_limit.set(time_limit)
+            try:
+                return CheckResult(exercise, True, body(*learner))
+            except _Fail as f:
+                return CheckResult(exercise, False, f.summary, f.details, f.hints, f.error)
+            finally:
+                _time_limit.reset(token)
+
+        _CHECKS[body.__name__] = run
+        return run
+
+    return decorate
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Calling the learner's code safely
+# --------------------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    """Raise _TimeUp after ``seconds`` (Unix main thread only; elsewhere no limit)."""
+    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _learner_line(exc: BaseException) -> str:
+    """The innermost line of the traceback outside the library and torch: where the learner's code failed."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_NOT_LEARNER)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"It happened in {f.name}(), line {f.lineno}: {f.line.strip()}" if f.line else f"in {f.name}()"
+
+
+def _exception_hints(exc: Exception) -> tuple[str, ...]:
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and any(w in text for w in ("size", "shape", "dimension", "mat1")):
+        return ("Two shapes do not fit together inside your function: print the shape of each intermediate "
+                "tensor and compare it with the shapes in the docstring.",
+                "Common causes: k not transposed (use k.transpose(-2, -1); k.T reverses every axis), a view or "
+                "reshape with the wrong sizes, or a mask whose axes do not line up with the scores.")
+    if isinstance(exc, NameError):
+        return ("Your code uses a name that is not defined here: a typo, or a variable from another cell?",)
+    if isinstance(exc, TypeError) and ("argument" in text or "positional" in text):
+        return ("The check calls your code with the signature of the starter code: keep the argument names "
+                "and order as they were given.",)
+    return ("Your code raised an exception on this input: read the message and the line it points to.",
+            "Run the 'Try it' cell above the check to see the full traceback.")
+
+
+def _call(fn: Callable, *args: Any, inputs: str, on_error: dict | None = None, **kwargs: Any) -> Any:
+    """Call the learner's ``fn``; a stub, a time-out or an exception becomes a _Fail that says which input."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    limit = _time_limit.get()
+    try:
+        with _alarm(limit):
+            return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise _Fail(f"{name} is not implemented yet.",
+                    f"Calling {name} raised NotImplementedError: the starter stub is still in place.",
+                    (f"Replace the line `raise NotImplementedError(...)` in {name} with your code, run that cell, "
+                     "then run this check again.",), "NotImplementedError") from None
+    except _TimeUp:
+        raise _Fail(f"{name} did not finish within {limit:g} s.", f"Input: {inputs}",
+                    ("Is there a loop that never ends? Check the condition of every `while` loop.",
+                     "A correct answer takes milliseconds on these tiny inputs. A `while` loop needs a step that "
+                     "makes its condition false; a decoding loop must stop after max_new_tokens steps."),
+                    "TimeoutError") from None
+    except Exception as e:  # the learner's code raised: report it as feedback, not as a crash
+        hints = (on_error or {}).get(type(e)) or _exception_hints(e)
+        details = "\n".join(x for x in (f"Input: {inputs}", _learner_line(e)) if x)
+        raise _Fail(f"{name} raised {type(e).__name__}: {e}", details, hints, type(e).__name__) from None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Seeded inputs and modules
+# --------------------------------------------------------------------------------------------------------------
+def _seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@contextlib.contextmanager
+def _fixed_seed(seed: int) -> Iterator[None]:
+    """Seed the global RNG for building modules, without changing the learner's random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Running all exercises of an assignment (notebooks and the grader)
+# --------------------------------------------------------------------------------------------------------------
+def grade_exercise(check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...],
+                   time_limit: float = DEFAULT_TIME_LIMIT) -> CheckResult:
+    """Run ``check_name`` on the objects ``names`` looked up in ``namespace`` (a notebook's ``globals()``).
+
+    A missing name (deleted cell, syntax error, renamed function) and a crash of the check itself become
+    failed results too, so one exercise can never stop the others from being graded.
+    """
+    check = _CHECKS.get(check_name)  # every check_* registers itself through @_check
+    exercise = check_name.removeprefix("check_")
+    if not callable(check) or not check_name.startswith("check_"):
+        return CheckResult(exercise, False, f"Unknown check {check_name!r}.", error="LookupError")
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        return CheckResult(
+            exercise, False, f"{', '.join(missing)} is not defined.", "",
+            ("Run the cell that defines it. If that cell shows an error (a SyntaxError, say), fix it first.",
+             f"If you deleted or renamed it, restore the name and signature from the starter notebook: the check "
+             f"looks for {', '.join(missing)}."), "NameError")
+    try:
+        return check(*(namespace[n] for n in names), time_limit=time_limit)
+    except Exception as e:  # a bug in the check, or an object so odd that the check trips over it
+        return CheckResult(exercise, False, f"The check could not run: {type(e).__name__}: {e}", "",
+                           ("Make sure the object has the signature of the starter code; if it does, tell your "
+                            "teacher: this may be a bug in the check.",), "CheckError")
+
+
+def check_assignment(assignment: str, namespace: dict[str, Any], *, emit_json: bool = False,
+                     time_limit: float = DEFAULT_TIME_LIMIT) -> list[CheckResult]:
+    """Run every check of ``assignment`` (e.g. ``"03_attention"``) on ``namespace``; print a summary.
+
+    With ``emit_json`` each result is also printed as one line ``RESULT_MARKER + json`` for the grader.
+    """
+    from ..assignments import get_assignment  # the registry of assignments and their exercises
+
+    results = []
+    for ex in get_assignment(assignment).exercises:
+        r = grade_exercise(ex.check, namespace, ex.names, time_limit)
+        results.append(r)
+        if emit_json:
+            print(RESULT_MARKER + json.dumps(r.to_dict(), ensure_ascii=False))
+    if not emit_json:
+        width = max(len(r.exercise) for r in results)
+        print(f"{assignment}: {sum(r.passed for r in results)}/{len(results)} exercises pass")
+        for r in results:
+            print(f"  {'PASS' if r.passed else 'FAIL'}  {r.exercise:<{width}}  {r.summary}")
+    return results

@@ -201,3 +201,18 @@ def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path)
     finally:
         visit.close()
         server.shutdown()
+
+
+PAGE_BUDGET_KB = 500
+
+
+@pytest.mark.browser
+def test_pages_stay_under_the_weight_budget() -> None:
+    """Each page's own HTML (figures and widget state included, shared _static files excluded) < 500 KB."""
+    if not SITE.is_dir():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    pages = sorted((SITE / "book").rglob("*.html"))
+    assert pages, "the built site has no chapter pages"
+    heavy = {p.relative_to(SITE).as_posix(): p.stat().st_size // 1024 for p in pages
+             if p.stat().st_size > PAGE_BUDGET_KB * 1024}
+    assert not heavy, f"pages over {PAGE_BUDGET_KB} KB: {heavy}"

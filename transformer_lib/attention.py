@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validation import check_choice, check_mask, check_positive, check_tensor
+from .validation import check_choice, check_mask, check_positive, check_tensor, is_compiling
 
 __all__ = ["scaled_dot_product_attention", "KVCache", "MultiHeadAttention", "AttentionImpl"]
 
@@ -86,8 +86,7 @@ def _every_query_sees_a_key(has_key: Tensor) -> bool:
     """True when no query row of the mask is empty. Only asked where the answer is cheap to read: on the CPU and
     outside ``torch.compile`` tracing. On a GPU, reading it would stall the device, so we assume the worst and
     let the (sync-free) repair run."""
-    is_compiling = getattr(torch.compiler, "is_compiling", None)  # torch >= 2.3
-    if has_key.device.type != "cpu" or (is_compiling is not None and is_compiling()):
+    if has_key.device.type != "cpu" or is_compiling():
         return False
     return bool(has_key.all())
 

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["check_tensor", "check_positive", "check_choice", "check_token_ids", "check_mask"]
+__all__ = ["check_tensor", "check_positive", "check_choice", "check_token_ids", "check_mask", "is_compiling"]
+
+
+def is_compiling() -> bool:
+    """True while ``torch.compile`` traces the code: checks that read values back must step aside then."""
+    probe = getattr(torch.compiler, "is_compiling", None)  # torch >= 2.3; older versions never report tracing
+    return bool(probe is not None and probe())
 
 
 def check_tensor(
@@ -71,7 +77,7 @@ def check_token_ids(name: str, ids: object, vocab_size: int, max_len: int | None
             f"{name}: sequence length {ids.shape[1]} exceeds max_len={max_len}; "
             "shorten the input or build the model with a larger max_len"
         )
-    if torch.compiler.is_compiling():
+    if is_compiling():
         return ids  # reading values back would break the compiled graph (and sync a GPU) on every call
     lo, hi = int(ids.min()), int(ids.max())
     if lo < 0 or hi >= vocab_size:

@@ -4,7 +4,7 @@
 #   require.js            npm: requirejs                      (loads the widget modules, as myst-nb expects)
 #   ipywidgets/embed-amd.js  npm: @jupyter-widgets/html-manager  (draws saved ipywidgets state on a page)
 #   mathjax/              npm: mathjax                        (typesets $...$; Sphinx would fetch it from a CDN)
-# plotly.min.js is NOT vendored here: transformer_lib.viz copies it from the installed plotly package at
+# plotly.min.js is NOT vendored here: transformer_lib.book.site copies it from the installed plotly package at
 # build time, so the site's plotly.js always matches the Python plotly that wrote the figures.
 set -euo pipefail
 REQUIREJS_VERSION=2.3.7

@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_lib import assignments as A
-from transformer_lib.assignments import ASSIGNMENTS, BEGIN, END
+from transformer_lib.classroom import assignments as A
+from transformer_lib.classroom.assignments import ASSIGNMENTS, BEGIN, END
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = list(ASSIGNMENTS)

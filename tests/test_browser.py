@@ -176,7 +176,7 @@ def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path)
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
     import numpy as np
 
-    from transformer_lib import viz
+    from transformer_lib.book import viz
 
     weights = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 3, 4))  # (L=2, H=3, Tq=4, Tk=4)
     fig = viz.attention_grid(weights, list("abcd"), list("abcd"))

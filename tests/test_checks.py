@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import transformer_lib as tl
-from transformer_lib import checks
-from transformer_lib.assignments import ASSIGNMENTS, notebook_namespace
+from transformer_lib.classroom import checks
+from transformer_lib.classroom.assignments import ASSIGNMENTS, notebook_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 

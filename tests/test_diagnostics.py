@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import transformer_lib as tl
-from transformer_lib import diagnostics as dg
+from transformer_lib.book import diagnostics as dg
 
 
 def _tiny(**overrides) -> tl.TransformerConfig:

@@ -9,9 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_lib import grade
-from transformer_lib.assignments import ASSIGNMENTS
-from transformer_lib.checks import RESULT_MARKER, CheckResult
+from transformer_lib.classroom import grade
+from transformer_lib.classroom.assignments import ASSIGNMENTS
+from transformer_lib.classroom.checks import RESULT_MARKER, CheckResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "submissions"
 

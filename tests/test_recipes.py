@@ -1,4 +1,4 @@
-"""Tests of transformer_lib.recipes: the recipes run, validate their arguments, and the shipped checkpoints are the
+"""Tests of transformer_lib.book.recipes: the recipes run, validate their arguments, and the shipped checkpoints are the
 models the book says they are (they load and score on held-out data)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib import data, recipes
+from transformer_lib import data
+from transformer_lib.book import recipes
 from transformer_lib.tokenization import BOS_ID, EOS_ID
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "book" / "checkpoints"
@@ -134,7 +135,7 @@ def test_cli_writes_a_checkpoint_with_its_command_and_scores(tmp_path):
     recipes.main(["translation", "--out", str(out), "--n-pairs", "120", "--epochs", "1"])
     model, corpus = recipes.load_translation(out)
     extra = model.checkpoint_extra
-    assert extra["command"] == f"python -m transformer_lib.recipes translation --out {out} --n-pairs 120 --epochs 1"
+    assert extra["command"] == f"python -m transformer_lib.book.recipes translation --out {out} --n-pairs 120 --epochs 1"
     assert extra["recipe"]["n_pairs"] == 120 and len(corpus.test) == 12
     assert set(extra["scores"]) == {"token_accuracy", "exact_match"} and extra["seconds"] >= 0
 
@@ -143,7 +144,7 @@ def test_cli_writes_a_checkpoint_with_its_command_and_scores(tmp_path):
 def test_shipped_translation_checkpoint_scores_on_held_out_pairs():
     model, corpus = recipes.load_translation(CHECKPOINTS / "translation.safetensors")
     extra = model.checkpoint_extra
-    assert extra["command"].startswith("python -m transformer_lib.recipes translation")
+    assert extra["command"].startswith("python -m transformer_lib.book.recipes translation")
     assert extra["seconds"] < 300  # the recipe trains in under 5 minutes on a 2-core CPU
     scores = tl.evaluate(model, corpus.loader("test", 256), bos_id=BOS_ID, eos_id=EOS_ID)
     assert scores["exact_match"] >= 0.95

@@ -1,4 +1,4 @@
-"""Tests for transformer_lib.recurrent: the Chapter 1 experiments (timing, gradient probe, recall task)."""
+"""Tests for transformer_lib.book.recurrent: the Chapter 1 experiments (timing, gradient probe, recall task)."""
 
 import math
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lib import recurrent as R
+from transformer_lib.book import recurrent as R
 from transformer_lib.data import recall_task
 
 

@@ -1,11 +1,9 @@
-"""transformer_lib.viz: figures carry the right traces, shapes and labels; bad input fails with a clear error;
+"""transformer_lib.book.viz: figures carry the right traces, shapes and labels; bad input fails with a clear error;
 the renderer set-up and the website plumbing (myst-nb plugin, Sphinx extension) do what they promise."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,7 +12,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from transformer_lib import viz
+from transformer_lib.book import viz
 
 TOKENS = ["<bos>", "the", "cat", "the", "<eos>"]  # "the" twice: repeated tokens must stay separate columns
 
@@ -195,40 +193,3 @@ def test_import_sets_the_book_template_and_no_inlining_renderer() -> None:
     assert "transformer_book" in pio.templates.default
     assert list(pio.templates["transformer_book"].layout.colorway) == list(viz.COLORS)
     assert "notebook" not in (pio.renderers.default or "").split("+")  # would paste 4.8 MB of plotly.js
-
-
-class _FakeRenderer:
-    def __init__(self) -> None:
-        self.js_files: dict[str, tuple] = {}
-
-    def add_js_file(self, key: str, uri: str | None, kwargs: dict) -> None:
-        self.js_files[key] = (uri, kwargs)
-
-
-def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
-    fig = viz.heatmap(np.eye(2), ["</script>", "b"], ["x", "y"])
-    data = SimpleNamespace(mime_type=viz.PLOTLY_MIME, content=json.loads(fig.to_json()), cell_index=4, output_index=1)
-    renderer = _FakeRenderer()
-    (node,) = viz.PlotlyMystNbRenderer.handle_mime(renderer, data, False)
-    html = node.astext()
-    assert node["format"] == "html"
-    assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
-    assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
-    assert renderer.js_files == {"plotly": ("plotly.min.js", {})}  # loaded once per page, from _static/
-    other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
-    assert viz.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
-    assert ("html", viz.PLOTLY_MIME, 15) in viz.PlotlyMystNbRenderer.mime_priority_overrides
-
-
-def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None:
-    handlers = {}
-    app = SimpleNamespace(connect=lambda event, fn: handlers.setdefault(event, fn),
-                          builder=SimpleNamespace(format="html"), outdir=str(tmp_path))
-    meta = viz.setup(app)
-    assert meta["parallel_read_safe"]
-    handlers["build-finished"](app, None)
-    copied = tmp_path / "_static" / "plotly.min.js"
-    assert copied.stat().st_size > 1_000_000 and b"Plotly" in copied.read_bytes()[:2000]
-    failed = tmp_path / "failed"
-    handlers["build-finished"](SimpleNamespace(builder=app.builder, outdir=str(failed)), RuntimeError("x"))
-    assert not failed.exists()  # nothing is copied when the build failed

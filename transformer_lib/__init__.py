@@ -1,10 +1,16 @@
 """transformer_lib: the Transformer of "Attention Is All You Need", written to be read and run.
 
-Every chapter of the book imports it as ``import transformer_lib as tl``. Modules, bottom up:
-``tokenization`` (text -> ids), ``embeddings`` (ids -> vectors, positions), ``masks``, ``attention`` (the kernel and
-multi-head attention), ``layers`` (encoder/decoder blocks and stacks), ``models`` (the three families),
-``decoding`` (greedy, beam, sampling, KV cache), ``training``, ``data`` (offline toy tasks), ``checkpoints``,
-``viz`` (figures), ``device``.
+Every chapter of the book imports it as ``import transformer_lib as tl``. Three parts:
+
+* The Transformer itself (this package's top level), bottom up: ``validation`` (argument checks), ``device``,
+  ``tokenization`` (text -> ids), ``embeddings`` (ids -> vectors, positions), ``masks``, ``attention`` (the
+  kernel and multi-head attention), ``layers`` (encoder/decoder blocks and stacks), ``models`` (the three
+  families), ``decoding`` (greedy, beam, sampling, KV cache), ``training``, ``data`` (offline toy tasks),
+  ``checkpoints``, ``distributed`` (data-parallel training).
+* ``transformer_lib.book``: what only the book needs (figures, site plumbing, the chapters' measurements).
+* ``transformer_lib.classroom``: what only a class needs (checks, assignments, the grader).
+
+``import transformer_lib`` loads the core alone: no plotly, matplotlib or Jupyter module.
 """
 
 from . import (
@@ -20,7 +26,6 @@ from . import (
     tokenization,
     training,
     validation,
-    viz,
 )
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint

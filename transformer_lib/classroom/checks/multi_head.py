@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention import MultiHeadAttention
-from ..masks import causal_mask
+from ...attention import MultiHeadAttention
+from ...masks import causal_mask
 from .attention import _MASK_IGNORED_HINTS, _SQRT_DK_HINTS, _attention_variant
 from .compare import _close, _describe, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
 from .core import _Fail, _call, _check, _fixed_seed, _seeded

@@ -24,11 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .masks import padding_mask
-from .models import DecoderOnlyModel, DecodingState, TransformerConfig
-from .training import sequence_loss
-from .validation import check_choice, check_positive, check_tensor
+from ..attention import MultiHeadAttention, scaled_dot_product_attention
+from ..masks import padding_mask
+from ..models import DecoderOnlyModel, DecodingState, TransformerConfig
+from ..training import sequence_loss
+from ..validation import check_choice, check_positive, check_tensor
 
 __all__ = [
     "naive_masked_softmax",

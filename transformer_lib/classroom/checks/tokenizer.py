@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..tokenization import BOS_ID, EOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab
+from ...tokenization import BOS_ID, EOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab
 from .compare import _expect_shape, _row_diff, _tensor
 from .core import _Fail, _call, _check
 

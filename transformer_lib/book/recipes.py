@@ -3,8 +3,8 @@
 A recipe is a frozen dataclass of every hyper-parameter plus a seed; the same recipe gives the same model. The
 checkpoints under ``book/checkpoints/`` were written by::
 
-    python -m transformer_lib.recipes translation --out book/checkpoints/translation.safetensors
-    python -m transformer_lib.recipes families --out-dir book/checkpoints
+    python -m transformer_lib.book.recipes translation --out book/checkpoints/translation.safetensors
+    python -m transformer_lib.book.recipes families --out-dir book/checkpoints
 
 and each records that command, its held-out scores and its training time in its metadata
 (``model.checkpoint_extra`` after :func:`~transformer_lib.checkpoints.load_checkpoint`).
@@ -28,14 +28,14 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from . import data
-from .checkpoints import load_checkpoint, save_checkpoint
-from .decoding import beam_search, greedy_decode, sample
-from .device import get_device, seed_everything
-from .models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
-from .tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
-from .training import History, evaluate, noam_schedule, sequence_loss, train
-from .validation import check_choice, check_positive
+from .. import data
+from ..checkpoints import load_checkpoint, save_checkpoint
+from ..decoding import beam_search, greedy_decode, sample
+from ..device import get_device, seed_everything
+from ..models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
+from ..tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
+from ..training import History, evaluate, noam_schedule, sequence_loss, train
+from ..validation import check_choice, check_positive
 
 __all__ = ["TranslationRecipe", "TranslationData", "translation_data", "train_translation", "load_translation",
            "DECODING_METHODS", "compare_decoding",
@@ -142,7 +142,7 @@ def load_translation(path: str | Path, device: torch.device | str | None = None)
     model = load_checkpoint(path, device)
     extra = model.checkpoint_extra
     if not isinstance(model, Transformer) or "recipe" not in extra:
-        raise ValueError(f"path: {path} is not a translation checkpoint written by transformer_lib.recipes")
+        raise ValueError(f"path: {path} is not a translation checkpoint written by transformer_lib.book.recipes")
     corpus = translation_data(TranslationRecipe(**extra["recipe"]))
     corpus.src_tokenizer = Tokenizer.from_dict(extra["src_tokenizer"])
     corpus.tgt_tokenizer = Tokenizer.from_dict(extra["tgt_tokenizer"])
@@ -325,9 +325,9 @@ def train_families(recipe: FamiliesRecipe = FamiliesRecipe(), families: tuple[st
 # Command line
 # ----------------------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
-    """``python -m transformer_lib.recipes {translation,families} ...``: train and save checkpoints."""
+    """``python -m transformer_lib.book.recipes {translation,families} ...``: train and save checkpoints."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m transformer_lib.recipes", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m transformer_lib.book.recipes", description=main.__doc__)
     sub = parser.add_subparsers(dest="recipe", required=True)
     p = sub.add_parser("translation", help="the toy English -> Frenchy model of chapter 7")
     p.add_argument("--out", type=Path, default=Path("book/checkpoints/translation.safetensors"))
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=FamiliesRecipe.steps)
     p.add_argument("--seed", type=int, default=FamiliesRecipe.seed)
     args = parser.parse_args(argv)
-    command = shlex.join(["python", "-m", "transformer_lib.recipes", *argv])
+    command = shlex.join(["python", "-m", "transformer_lib.book.recipes", *argv])
     if args.recipe == "translation":
         recipe = TranslationRecipe(n_pairs=args.n_pairs, epochs=args.epochs, seed=args.seed)
         model, corpus, history, scores = train_translation(recipe, device="cpu")

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from .validation import check_choice, check_positive
+from ..validation import check_choice, check_positive
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3

@@ -1,6 +1,6 @@
 """Grade a folder of submitted assignment notebooks offline.
 
-    python -m transformer_lib.grade SUBMISSIONS_DIR --out grades.csv
+    python -m transformer_lib.classroom.grade SUBMISSIONS_DIR --out grades.csv
 
 ``SUBMISSIONS_DIR`` holds one folder per student with that student's notebooks, each named after its assignment
 (as in ``book/assignments/``)::
@@ -12,7 +12,7 @@
 
 Each notebook runs in its own Jupyter kernel (nbclient), in an empty temporary folder, with a time limit per cell:
 first the student's cells, except the check cells (tagged ``check``), then one injected cell per exercise that
-runs :func:`transformer_lib.checks.grade_exercise` on the student's objects and prints the result as one line of
+runs :func:`transformer_lib.classroom.checks.grade_exercise` on the student's objects and prints the result as one line of
 JSON. The grader reads back only that text: it opens notebooks with nbformat (plain JSON) and never unpickles
 anything. A notebook that is not valid JSON, misses cells, has a syntax error, raises, or loops forever gets
 failed rows with the reason, and grading goes on with the next one.
@@ -45,7 +45,7 @@ __all__ = ["GradedNotebook", "find_submissions", "grade_notebook", "grade_folder
            "main"]
 
 CSV_COLUMNS = ("student", "assignment", "exercise", "passed", "message")
-_LIBRARY_PARENT = str(Path(__file__).resolve().parents[1])  # so the kernel imports this very transformer_lib
+_LIBRARY_PARENT = str(Path(__file__).resolve().parents[2])  # so the kernel imports this very transformer_lib
 
 
 @dataclass
@@ -92,7 +92,7 @@ def _result_cell(assignment: Assignment, index: int, nonce: str, time_limit: flo
     ex = assignment.exercises[index]
     source = (
         "import json as _tl_json\n"
-        "from transformer_lib.checks import grade_exercise as _tl_grade\n"
+        "from transformer_lib.classroom.checks import grade_exercise as _tl_grade\n"
         f"_tl_result = _tl_grade({ex.check!r}, globals(), {list(ex.names)!r}, time_limit={time_limit!r})\n"
         f"print({RESULT_MARKER + nonce!r} + _tl_json.dumps(_tl_result.to_dict()))"
     )
@@ -179,7 +179,7 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
         numbers.append(number)
     nonce = secrets.token_hex(8) + " "
     injected = [_result_cell(assignment, i, nonce, time_limit) for i in range(len(assignment.exercises))]
-    warm_up = nbformat.v4.new_code_cell("import transformer_lib.checks  # loaded before the student's cells are timed")
+    warm_up = nbformat.v4.new_code_cell("import transformer_lib.classroom.checks  # loaded before the student's cells are timed")
     warm_up.metadata["tags"] = ["grader-setup"]
     nb.cells = [warm_up] + kept + injected
 
@@ -293,7 +293,7 @@ def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path |
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m transformer_lib.grade",
+        prog="python -m transformer_lib.classroom.grade",
         description="Run each SUBMISSIONS_DIR/<student>/<assignment>.ipynb in its own kernel, check every exercise, "
                     "and write a CSV of results and a markdown feedback file per student.")
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..embeddings import sinusoidal_encoding
+from ...embeddings import sinusoidal_encoding
 from .compare import _TOLERANCES, _close, _expect_shape, _match, _row_diff, _tensor
 from .core import _Fail, _call, _check
 

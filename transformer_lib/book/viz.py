@@ -6,26 +6,19 @@ expression of a cell, or with ``fig.show()``. Arrays may be torch tensors (on an
 
 Shape legend: ``Tq`` query length, ``Tk`` key length, ``L`` layers, ``H`` heads, ``T`` positions, ``C`` d_model.
 
-How a plotly figure reaches the reader (set up once, at ``import transformer_lib``):
-
-* In a live notebook the figure is sent as plotly's own MIME type, which JupyterLab, Notebook 7 and VS Code
-  draw with the plotly.js they bundle (Colab keeps plotly's ``"colab"`` renderer).
-* On the website, :class:`PlotlyMystNbRenderer` (a myst-nb plugin, registered in ``pyproject.toml``) turns
-  that MIME type into a ``<div>`` plus a call to ``Plotly.newPlot``, and :func:`setup` (a Sphinx extension)
-  copies ``plotly.min.js`` from the installed plotly package into the site once, so no page inlines it and
-  nothing is fetched from the network.
+How a plotly figure reaches the reader (set up once, when this module is imported; ``import transformer_lib``
+alone loads no plotly): in a live notebook the figure is sent as plotly's own MIME type, which JupyterLab,
+Notebook 7 and VS Code draw with the plotly.js they bundle (Colab keeps plotly's ``"colab"`` renderer); on the
+website :mod:`transformer_lib.book.site` draws that MIME type with the site's one shared ``plotly.min.js``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,7 +36,6 @@ COLORS = ("#2f6db5", "#e07b39", "#3a9e6a", "#b5403a", "#7a5ab5", "#8c8c8c")  # l
 SEQUENTIAL = "Blues"  # values in [0, 1] such as attention weights; the same name exists in matplotlib
 DIVERGING = "RdBu"  # signed values centred at 0, such as positional encodings
 _BLOCKED = "#e6e6e6"  # mask cells that may not be attended to
-PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _TEMPLATE = "transformer_book"
 
 
@@ -463,59 +455,3 @@ def _configure_plotly() -> None:
 
 
 _configure_plotly()
-
-
-class PlotlyMystNbRenderer:
-    """myst-nb plugin: draws plotly's MIME type on the website with the site's shared ``plotly.min.js``.
-
-    Registered under the ``myst_nb.mime_renderers`` entry point in ``pyproject.toml``. Without it myst-nb
-    knows no renderer for ``application/vnd.plotly.v1+json`` and leaves an empty space.
-    """
-
-    mime_priority_overrides = [(builder, PLOTLY_MIME, 15) for builder in ("html", "dirhtml", "singlehtml")]
-
-    @staticmethod
-    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
-        if data.mime_type != PLOTLY_MIME:
-            return None  # let myst-nb's own renderers handle everything else
-        from docutils import nodes
-
-        renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
-        figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
-        div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
-        payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
-        html = (
-            f'<div id="{div_id}" class="tl-plotly-figure"></div>\n<script type="text/javascript">\n'
-            f"(function () {{\n  var fig = {payload};\n  function draw() {{\n"
-            f'    var el = document.getElementById("{div_id}");\n'
-            f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
-            f"return; }}\n"
-            f"    var config = Object.assign({{responsive: true, displaylogo: false}}, fig.config || {{}});\n"
-            f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
-            f"config: config}});\n  }}\n"
-            f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
-            f" else {{ draw(); }}\n}})();\n</script>"
-        )
-        return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
-
-
-def setup(app: Any) -> dict[str, Any]:
-    """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
-
-    The file comes from the installed plotly package, so the site's plotly.js always matches the Python
-    plotly that wrote the figures; it is copied to ``_static/`` after the build, like myst-nb's own CSS.
-    """
-    import plotly
-
-    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    if not source.is_file():
-        raise FileNotFoundError(f"plotly.min.js: expected it in the plotly package at {source}")
-
-    def copy_plotly_js(app: Any, exception: Exception | None) -> None:
-        if exception is None and app.builder.format == "html":
-            static = Path(app.outdir) / "_static"
-            static.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, static / "plotly.min.js")
-
-    app.connect("build-finished", copy_plotly_js)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}

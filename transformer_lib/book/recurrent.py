@@ -12,8 +12,8 @@
 
 The same experiments from the command line (prints tables; on a GPU attention's parallelism shows best)::
 
-    python -m transformer_lib.recurrent timing --lengths 16,64,256,1024
-    python -m transformer_lib.recurrent recall --distances 2,8,32 --seeds 0,1,2
+    python -m transformer_lib.book.recurrent timing --lengths 16,64,256,1024
+    python -m transformer_lib.book.recurrent recall --distances 2,8,32 --seeds 0,1,2
 
 Shape legend: ``B`` batch, ``T`` sequence length, ``C`` model width ``d_model``, ``V`` vocabulary size.
 """
@@ -32,11 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
-from .data import N_SPECIAL, recall_task
-from .layers import Encoder, EncoderLayer
-from .models import EncoderOnlyModel, TransformerConfig
-from .validation import check_choice, check_positive
+from ..attention import MultiHeadAttention
+from ..data import N_SPECIAL, recall_task
+from ..layers import Encoder, EncoderLayer
+from ..models import EncoderOnlyModel, TransformerConfig
+from ..validation import check_choice, check_positive
 
 __all__ = [
     "RECURRENT_KINDS", "LAYER_KINDS", "make_sequence_layer", "orthogonal_rnn", "sequential_steps", "time_call",
@@ -358,7 +358,7 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``timing`` prints :func:`benchmark_forward`, ``recall`` prints :func:`recall_experiment`."""
-    parser = argparse.ArgumentParser(prog="python -m transformer_lib.recurrent", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m transformer_lib.book.recurrent", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     timing = sub.add_parser("timing", help="forward time of RNN/LSTM/GRU against self-attention")
     timing.add_argument("--lengths", type=_ints, default=[16, 64, 256, 1024])
@@ -373,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for p in (timing, recall):
         p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
     args = parser.parse_args(argv)
-    from .device import get_device  # late import: only the command line picks a device by itself
+    from ..device import get_device  # late import: only the command line picks a device by itself
 
     device = get_device(args.device)
     if args.command == "timing":

@@ -12,7 +12,7 @@ the wrong axis, an inverted mask, heads not merged back, ...), each written as a
 the first variant that reproduces the learner's numbers names the mistake. Where none does, general symptoms
 (rows that do not sum to 1, blocked keys with weight) give the hint.
 
-Used by the notebooks of ``book/assignments/`` and by the grader, ``python -m transformer_lib.grade``.
+Used by the notebooks of ``book/assignments/`` and by the grader, ``python -m transformer_lib.classroom.grade``.
 Shape legend: ``B`` batch, ``H`` heads, ``T`` query length, ``S`` key length, ``D`` head width, ``C`` d_model.
 
 The package, one concept per module:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..attention import scaled_dot_product_attention
-from ..masks import causal_mask
+from ...attention import scaled_dot_product_attention
+from ...masks import causal_mask
 from .compare import _close, _describe, _expect_dtype, _expect_shape, _match, _row_diff, _tensor, _tol
 from .core import _Fail, _call, _check, _seeded
 

@@ -30,7 +30,7 @@ DEFAULT_TIME_LIMIT = 10.0  # seconds per call of the learner's code; the inputs 
 RESULT_MARKER = "TL-CHECK-RESULT "  # the grader reads the JSON that follows this prefix on a printed line
 
 _time_limit: contextvars.ContextVar[float] = contextvars.ContextVar("time_limit", default=DEFAULT_TIME_LIMIT)
-_NOT_LEARNER = tuple({str(p) for d in (Path(__file__).parents[1], Path(torch.__file__).parent)
+_NOT_LEARNER = tuple({str(p) for d in (Path(__file__).parents[2], Path(torch.__file__).parent)
                       for p in (d, d.resolve())})  # frames of the library and of torch, not the learner's
 
 

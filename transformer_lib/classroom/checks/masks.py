@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..masks import causal_mask, padding_mask
+from ...masks import causal_mask, padding_mask
 from .attention import _MASK_INVERTED_HINTS
 from .compare import _describe, _expect_shape, _row_diff, _tensor
 from .core import _Fail, _call, _check

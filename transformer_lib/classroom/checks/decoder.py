@@ -11,11 +11,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..decoding import beam_search, greedy_decode
-from ..layers import DecoderLayer
-from ..masks import causal_mask
-from ..models import Transformer, TransformerConfig
-from ..tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from ...decoding import beam_search, greedy_decode
+from ...layers import DecoderLayer
+from ...masks import causal_mask
+from ...models import Transformer, TransformerConfig
+from ...tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from .compare import _close, _describe, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
 from .core import _Fail, _call, _check, _fixed_seed, _seeded
 

@@ -9,7 +9,7 @@ between nbgrader's markers::
         ...
         ### END SOLUTION
 
-``python -m transformer_lib.assignments`` writes the student notebook ``book/assignments/NN_name.ipynb`` with
+``python -m transformer_lib.classroom.assignments`` writes the student notebook ``book/assignments/NN_name.ipynb`` with
 each marked block replaced by a stub that raises ``NotImplementedError`` (the signature and docstring stay), every
 output cleared, cells tagged ``solution-only`` dropped, and cells tagged ``demo`` (which call the learner's code)
 tagged ``raises-exception`` as well, so that executing a student notebook (nbval, the website build) expects their
@@ -18,7 +18,7 @@ tagged ``raises-exception`` as well, so that executing a student notebook (nbval
 ``jupyter-book build DIR``; never publish it).
 
 :data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines and the check of
-:mod:`transformer_lib.checks` that grades it; the grader and ``checks.check_assignment`` read it.
+:mod:`transformer_lib.classroom.checks` that grades it; the grader and ``checks.check_assignment`` read it.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ __all__ = ["Exercise", "Assignment", "ASSIGNMENTS", "get_assignment", "student_s
            "generate", "notebook_namespace", "build_teacher_book", "main"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded piece: ``check`` (a function name in transformer_lib.checks) is called on ``names``."""
+    """One graded piece: ``check`` (a function name in transformer_lib.classroom.checks) is called on ``names``."""
 
     names: tuple[str, ...]
     check: str
@@ -235,7 +235,7 @@ def build_teacher_book(dest: str | Path, root: Path = REPO_ROOT, *, build: bool 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m transformer_lib.assignments",
+        prog="python -m transformer_lib.classroom.assignments",
         description="Generate the student notebooks book/assignments/NN.ipynb from the solutions in "
                     "assignments/, or build a teacher's copy of the book with the solutions.")
     parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root (default: %(default)s)")
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in changed:
         print(f"{'out of date' if args.check else 'wrote'}: {path.relative_to(args.root)}")
     if args.check and changed:
-        print("Run `python -m transformer_lib.assignments` and commit the result.", file=sys.stderr)
+        print("Run `python -m transformer_lib.classroom.assignments` and commit the result.", file=sys.stderr)
         return 1
     if not changed:
         print("Student notebooks are up to date.")

@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .device import get_device
-from .layers import EncoderOutput
-from .models import EncoderOnlyModel, TransformerConfig
-from .validation import check_tensor
-from .wordpiece import WordPieceTokenizer
+from ..device import get_device
+from ..layers import EncoderOutput
+from ..models import EncoderOnlyModel, TransformerConfig
+from ..validation import check_tensor
+from ..tokenization.wordpiece import WordPieceTokenizer
 
 __all__ = [
     "BERT_TO_OURS", "PACKAGE", "minilm_dir", "bert_config", "convert_bert_state_dict", "load_bert_encoder",
@@ -150,7 +150,7 @@ class SentenceEncoder:
     """A pretrained encoder with its tokenizer: text in, tokens / attention maps / sentence vectors out.
 
     Built by :func:`load_minilm`. ``model`` is our :class:`EncoderOnlyModel`, ``tokenizer`` our
-    :class:`~transformer_lib.wordpiece.WordPieceTokenizer`; inputs longer than ``max_seq_length`` tokens are cut.
+    :class:`~transformer_lib.tokenization.wordpiece.WordPieceTokenizer`; inputs longer than ``max_seq_length`` tokens are cut.
     """
 
     model: EncoderOnlyModel

@@ -24,8 +24,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from .attention import MultiHeadAttention
-from .validation import check_positive, check_tensor
+from ..attention import MultiHeadAttention
+from ..validation import check_positive, check_tensor
 
 __all__ = [
     "permutation_equivariance_gap",

@@ -1,0 +1,60 @@
+"""The website plumbing: plotly's MIME type drawn with the site's shared plotly.js (transformer_lib.book.site)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+
+from transformer_lib.book import site, viz
+
+
+class _FakeRenderer:
+    def __init__(self) -> None:
+        self.js_files: dict[str, tuple] = {}
+
+    def add_js_file(self, key: str, uri: str | None, kwargs: dict) -> None:
+        self.js_files[key] = (uri, kwargs)
+
+
+def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
+    fig = viz.heatmap(np.eye(2), ["</script>", "b"], ["x", "y"])
+    data = SimpleNamespace(mime_type=site.PLOTLY_MIME, content=json.loads(fig.to_json()), cell_index=4, output_index=1)
+    renderer = _FakeRenderer()
+    (node,) = site.PlotlyMystNbRenderer.handle_mime(renderer, data, False)
+    html = node.astext()
+    assert node["format"] == "html"
+    assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
+    assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
+    assert renderer.js_files == {"plotly": ("plotly.min.js", {})}  # loaded once per page, from _static/
+    other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
+    assert site.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
+    assert ("html", site.PLOTLY_MIME, 15) in site.PlotlyMystNbRenderer.mime_priority_overrides
+
+
+def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None:
+    handlers = {}
+    app = SimpleNamespace(connect=lambda event, fn: handlers.setdefault(event, fn),
+                          builder=SimpleNamespace(format="html"), outdir=str(tmp_path))
+    meta = site.setup(app)
+    assert meta["parallel_read_safe"]
+    handlers["build-finished"](app, None)
+    copied = tmp_path / "_static" / "plotly.min.js"
+    assert copied.stat().st_size > 1_000_000 and b"Plotly" in copied.read_bytes()[:2000]
+    failed = tmp_path / "failed"
+    handlers["build-finished"](SimpleNamespace(builder=app.builder, outdir=str(failed)), RuntimeError("x"))
+    assert not failed.exists()  # nothing is copied when the build failed
+
+
+def test_importing_the_core_library_loads_no_plotting_or_jupyter_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, transformer_lib\n"
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'plotly', 'matplotlib', 'ipywidgets', "
+            "'IPython', 'ipykernel', 'jupyter_client', 'nbformat', 'nbclient', 'pandas'})\n"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"import transformer_lib loaded {out}; only transformer_lib.book may import them"

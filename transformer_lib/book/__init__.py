@@ -1,0 +1,10 @@
+"""What only the book needs, kept apart from the Transformer itself (the core never imports this package).
+
+* ``viz``: the figures every chapter draws, in one colour scheme (imports plotly and matplotlib).
+* ``site``: the build-time plumbing that draws plotly figures on the website (myst-nb plugin, Sphinx extension).
+* The measurements the chapters make: ``recurrent`` (chapter 1's RNN/LSTM baselines), ``probes`` (attention
+  probes of chapters 4-6), ``diagnostics`` (chapters 5-7's experiments), ``recipes`` (the reproducible training
+  runs behind the shipped checkpoints), ``pretrained`` (all-MiniLM-L6-v2 loaded into our own encoder).
+
+Import the module you need (``from transformer_lib.book import viz``); this package imports nothing itself.
+"""

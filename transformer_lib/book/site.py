@@ -1,0 +1,75 @@
+"""How the book's plotly figures reach the website: a myst-nb renderer plugin and a tiny Sphinx extension.
+
+Nothing here is needed to draw a figure in a live notebook (that is :mod:`transformer_lib.book.viz`); this is
+the build-time plumbing, kept apart so that Sphinx loads it without plotly's Python package.
+
+* :class:`PlotlyMystNbRenderer` (a myst-nb plugin, registered in ``pyproject.toml``) turns plotly's MIME type
+  into a ``<div>`` plus a call to ``Plotly.newPlot``.
+* :func:`setup` (listed in ``_config.yml`` under ``sphinx.extra_extensions``) copies ``plotly.min.js`` from
+  the installed plotly package into the site once, so no page inlines it and nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+class PlotlyMystNbRenderer:
+    """myst-nb plugin: draws plotly's MIME type on the website with the site's shared ``plotly.min.js``.
+
+    Registered under the ``myst_nb.mime_renderers`` entry point in ``pyproject.toml``. Without it myst-nb
+    knows no renderer for ``application/vnd.plotly.v1+json`` and leaves an empty space.
+    """
+
+    mime_priority_overrides = [(builder, PLOTLY_MIME, 15) for builder in ("html", "dirhtml", "singlehtml")]
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        if data.mime_type != PLOTLY_MIME:
+            return None  # let myst-nb's own renderers handle everything else
+        from docutils import nodes
+
+        renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
+        figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
+        div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
+        payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
+        html = (
+            f'<div id="{div_id}" class="tl-plotly-figure"></div>\n<script type="text/javascript">\n'
+            f"(function () {{\n  var fig = {payload};\n  function draw() {{\n"
+            f'    var el = document.getElementById("{div_id}");\n'
+            f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
+            f"return; }}\n"
+            f"    var config = Object.assign({{responsive: true, displaylogo: false}}, fig.config || {{}});\n"
+            f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
+            f"config: config}});\n  }}\n"
+            f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
+            f" else {{ draw(); }}\n}})();\n</script>"
+        )
+        return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
+
+    The file comes from the installed plotly package, so the site's plotly.js always matches the Python
+    plotly that wrote the figures; it is copied to ``_static/`` after the build, like myst-nb's own CSS.
+    """
+    import plotly
+
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not source.is_file():
+        raise FileNotFoundError(f"plotly.min.js: expected it in the plotly package at {source}")
+
+    def copy_plotly_js(app: Any, exception: Exception | None) -> None:
+        if exception is None and app.builder.format == "html":
+            static = Path(app.outdir) / "_static"
+            static.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, static / "plotly.min.js")
+
+    app.connect("build-finished", copy_plotly_js)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

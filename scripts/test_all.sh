@@ -28,7 +28,7 @@ stage "unit tests" $py -m pytest tests -m "not browser" -n 2 --dist loadfile
 stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
 stage "build" bash scripts/build_book.sh
 if [ -d _build/html ]; then
-    stage "browser" $py -m pytest tests/test_browser.py -m browser
+    stage "browser" $py -m pytest tests/test_browser.py tests/test_browser_translator.py -m browser
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")
 fi

@@ -57,7 +57,8 @@ def harness_url(tmp_path_factory):
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<script src="../_static/plotly.min.js"></script></head>'
-        f'<body><main style="max-width: 860px; margin: auto; padding: 8px">{live_translator.page_html()}</main></body></html>',
+        '<body><main style="max-width: 860px; margin: auto; padding: 8px">'
+        f'{live_translator.page_html()}</main></body></html>',
         encoding="utf-8")
     server, url = _serve(root)
     yield url + "book/chapter.html"
@@ -100,7 +101,8 @@ def test_same_tokens_as_python_on_held_out_sentences(visit, library, capsys) -> 
     run_ui(visit.page)  # loads the runtime and the model
     times: dict[str, list[float]] = {}
     for method, options in [("greedy", {}), ("beam", {"beamSize": 4, "lengthPenalty": 0.6}),
-                            ("beam", {"beamSize": 2, "lengthPenalty": 0.0})]:
+                            ("beam", {"beamSize": 2, "lengthPenalty": 0.0}),
+                            ("beam", {"beamSize": 8, "lengthPenalty": 1.0})]:
         for sentence in sentences:
             src = torch.tensor([corpus.src_tokenizer.encode(sentence)])
             if method == "greedy":
@@ -150,8 +152,9 @@ def test_sampling_distribution_is_pythons(visit, harness_url) -> None:
                     dict(temperature=1.5, top_k=10, top_p=0.5), dict(top_k=1)]:
         js = dict(temperature=options.get("temperature", 1.0), topK=options.get("top_k"), topP=options.get("top_p"))
         for row in logits:
-            got = visit.page.evaluate("([url, row, o]) => import(url).then(d => Array.from(d.samplingDistribution(row, o)))",
-                                      [url, row.tolist(), js])
+            got = visit.page.evaluate(
+                "([url, row, o]) => import(url).then(d => Array.from(d.samplingDistribution(row, o)))",
+                [url, row.tolist(), js])
             expected = tl.sampling_distribution(row, **options)
             assert (torch.tensor(got) - expected).abs().max() < 1e-6, options
             assert ((torch.tensor(got) > 0) == (expected > 0)).all(), options

@@ -91,7 +91,8 @@ def test_library_decoding_loops_give_the_same_tokens_on_the_graphs(library, beam
                                                                  length_penalty: float) -> None:
     model, _, src = library
     onnx = live_translator.OnnxTranslator(SHIPPED)
-    assert torch.equal(tl.greedy_decode(onnx, src, 20, BOS_ID, EOS_ID), tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID))
+    assert torch.equal(tl.greedy_decode(onnx, src, 20, BOS_ID, EOS_ID),
+                       tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID))
     for row in src[:15].split(1):
         row = row[:, : int((row != 0).sum())]  # one sentence, unpadded, as the page runs it
         ours = tl.beam_search(onnx, row, 20, BOS_ID, EOS_ID, beam_size=beam_size, length_penalty=length_penalty)

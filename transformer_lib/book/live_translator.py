@@ -3,15 +3,16 @@
 The website cannot run Python, so this module turns the trained checkpoint into files a page can use:
 
 * ``encoder.onnx``: source ids -> memory and every encoder self-attention map;
-* ``decoder.onnx``: decoder input, memory and the source's padding mask -> logits at every position, and every decoder
-  self- and cross-attention map (per layer and head);
+* ``decoder.onnx``: decoder input, memory and the source's padding mask -> logits at every position, and every
+  decoder self- and cross-attention map (per layer and head);
 * ``translator.json``: the two vocabularies, the special ids, the config and a few held-out sentences.
 
 Both graphs are the library's own modules traced by ``torch.onnx`` with dynamic batch and lengths: no
 re-implementation. The decoder graph has no KV cache: each step re-reads the whole prefix, which is the
-``use_cache=False`` branch of ``Transformer.decode_step`` and gives the same tokens (chapter 7.7). The decoding loop
-itself (greedy, beam search, sampling) is JavaScript in ``book/_static/translator/decoding.js``, written to
-mirror :mod:`transformer_lib.decoding` line by line. :func:`page_html` is the snippet chapter 7 displays.
+``use_cache=False`` branch of ``Transformer.decode_step`` and gives the same tokens (chapter 7.7). The decoding
+loops (greedy, beam search, sampling) are JavaScript in ``book/_static/translator/decoding.js``, written to mirror
+:mod:`transformer_lib.decoding` step for step; :class:`OnnxTranslator` lets the Python loops drive the same
+graphs. :func:`page_html` is the snippet chapter 7 displays.
 
 Regenerate the shipped files (``tests/test_live_translator.py`` checks they match a fresh export)::
 
@@ -38,8 +39,8 @@ from ..models import DecodingState, Transformer, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, SPACE_MARK, UNK_ID
 from . import recipes
 
-__all__ = ["EncoderGraph", "DecoderGraph", "OnnxTranslator", "TranslatorFiles", "export_translator", "translator_metadata",
-           "page_html", "main"]
+__all__ = ["EncoderGraph", "DecoderGraph", "OnnxTranslator", "TranslatorFiles", "export_translator",
+           "translator_metadata", "page_html", "main"]
 
 CHECKPOINT = Path("book/checkpoints/translation.safetensors")
 COMMAND = "python -m transformer_lib.book.live_translator --out book/_static/translator/model"
@@ -143,9 +144,8 @@ class TranslatorFiles:
 def _export_graph(module: nn.Module, args: tuple[Tensor, ...], names: tuple[list[str], list[str]],
                   dynamic: dict[str, dict[int, torch.export.Dim]], path: Path) -> Path:
     """Trace ``module`` with torch.export and write it as one self-contained .onnx file, without the exporter's
-    debugging metadata (stack traces name local paths, so two machines would write different bytes)."""
-    import onnx  # only needed here, so the rest of the library imports without it
-
+    debugging metadata (stack traces name local paths, so two machines would write different bytes). Needs the
+    ``onnx`` and ``onnxscript`` packages (torch.onnx imports them)."""
     # strict (TorchDynamo) tracing: the library's argument checks step aside while compiling (validation.py)
     exported = torch.export.export(module.eval(), args, dynamic_shapes=dynamic, strict=True)
     program = torch.onnx.export(exported, input_names=names[0], output_names=names[1], opset_version=OPSET,

@@ -138,25 +138,26 @@ export async function beamSearch(step, maxNewTokens, bosId, eosId,
   let scores = Array.from({ length: k }, (_, i) => (i === 0 ? 0 : -Infinity)); // expand only the first beam
   const finished = [];
   const steps = [];
-  let t = 0;
+  let t = 0; // the last step taken (Python's loop variable `step` after the loop)
   for (let s = 1; s <= maxNewTokens; s++) {
     t = s;
-    const logits = await step(beams);
-    const cand = [];
-    logits.forEach((row, beam) => logSoftmax(row).forEach((lp, tok) => cand.push({ beam, tok, score: scores[beam] + lp })));
-    cand.sort((a, b) => b.score - a.score || (a.beam - b.beam) || (a.tok - b.tok)); // flat index order on ties
-    const considered = cand.slice(0, Math.min(2 * k, cand.length));
+    const logits = await step(beams); // (k, V)
+    const cand = []; // every (beam, token) extension with its summed log-probability
+    logits.forEach((row, beam) => logSoftmax(row).forEach((lp, tok) => {
+      cand.push({ beam, tok, score: scores[beam] + lp });
+    }));
+    cand.sort((a, b) => b.score - a.score || a.beam - b.beam || a.tok - b.tok); // ties: flat index order
     const keep = [];
-    const record = [];
-    for (const c of considered) {
+    const record = []; // what the page shows for this step
+    for (const c of cand.slice(0, 2 * k)) {
       if (c.score === -Infinity) break;
+      const prefix = beams[c.beam];
       if (c.tok === eosId) {
-        finished.push({ tokens: [...beams[c.beam], eosId], score: c.score / lengthPenalty(s, alpha), logProb: c.score });
-        record.push({ ...c, prefix: beams[c.beam], fate: "finished" });
+        finished.push({ tokens: [...prefix, eosId], score: c.score / lengthPenalty(s, alpha), logProb: c.score });
       } else {
         keep.push(c);
-        record.push({ ...c, prefix: beams[c.beam], fate: "kept" });
       }
+      record.push({ ...c, prefix, fate: c.tok === eosId ? "finished" : "kept" });
       if (keep.length === k) break;
     }
     steps.push({ candidates: record });
@@ -172,6 +173,6 @@ export async function beamSearch(step, maxNewTokens, bosId, eosId,
     .filter(h => h.logProb !== -Infinity);
   const byScore = (a, b) => b.score - a.score; // Array.sort is stable, like Python's sorted
   let ranked = [...finished].sort(byScore);
-  if (ranked.length < nBest) ranked = [...finished, ...alive].sort(byScore);
+  if (ranked.length < nBest) ranked = [...finished, ...alive].sort(byScore); // rank live beams with them
   return { hypotheses: ranked.slice(0, nBest), steps };
 }

@@ -160,7 +160,7 @@ export async function mount(el, base) {
       if (!last) return;
       const Plotly = await ensurePlotly(base);
       const { data, layout } = heatmapFigure(last, meta, Number(control("layer").value), control("head").value);
-      await Plotly.react($(".tl-lt-heatmap"), data, layout, { responsive: true, displaylogo: false });
+      await Plotly.react($(".tl-lt-heatmap"), data, layout, { responsive: true, displayModeBar: false });
     });
     return drawing;
   };

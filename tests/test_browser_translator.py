@@ -121,6 +121,20 @@ def test_same_tokens_as_python_on_held_out_sentences(visit, library, capsys) -> 
             print(f"  {name:28s} median {statistics.median(ms):6.1f} ms, max {max(ms):6.1f} ms")
 
 
+def test_same_tokens_when_the_length_limit_cuts_the_search(visit, library) -> None:
+    """With 3 new tokens no hypothesis reaches <eos>: beam search then ranks its live beams (the end of
+    tl.beam_search), and greedy stops without <eos>."""
+    model, corpus = library
+    for sentence in [s for s, _ in corpus.test[:10]]:
+        src = torch.tensor([corpus.src_tokenizer.encode(sentence)])
+        for k, alpha in [(4, 0.6), (3, 0.0)]:
+            best = tl.beam_search(model, src, 3, BOS_ID, EOS_ID, beam_size=k, length_penalty=alpha)[0][0]
+            got = translate(visit.page, sentence, "beam", {"beamSize": k, "lengthPenalty": alpha, "maxNewTokens": 3})
+            assert got["tokens"] == best.tokens.tolist() and EOS_ID not in got["tokens"], sentence
+        greedy = translate(visit.page, sentence, "greedy", {"maxNewTokens": 3})
+        assert greedy["tokens"] == tl.greedy_decode(model, src, 3, BOS_ID, EOS_ID)[0].tolist()
+
+
 def test_heatmap_shows_pythons_cross_attention(visit, library) -> None:
     model, corpus = library
     page = visit.page

@@ -110,14 +110,17 @@ export class Model {
       Array.from({ length: H }, (_, h) => Array.from({ length: T }, (_, t) => row(l, h, t))));
   }
 
-  /** Translate `text` with `method` ("greedy" | "beam" | "sample") and its options. */
+  /**
+   * Translate `text` with `method` ("greedy" | "beam" | "sample") and its options (those of decoding.js, and
+   * `maxNewTokens`, by default the chapter's 20).
+   */
   async translate(text, method = "greedy", options = {}) {
     const { ids, pieces, unknown } = this.tokenize(text);
     await this.load();
     const start = performance.now();
     const encoded = await this.encode(ids);
     const step = this.stepper(encoded);
-    const { bos, eos } = this.ids, n = this.meta.decoding.max_new_tokens;
+    const { bos, eos } = this.ids, n = options.maxNewTokens ?? this.meta.decoding.max_new_tokens;
     let tokens, steps;
     if (method === "beam") {
       const res = await decoding.beamSearch(step, n, bos, eos, options);

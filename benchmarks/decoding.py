@@ -17,12 +17,29 @@ import transformer_lib as tl
 
 from .common import environment, format_table, interleaved_times, ratio_summary, summarize
 
-__all__ = ["decoding_benchmark", "FULL", "QUICK"]
+__all__ = ["decoding_benchmark", "positions_fed", "FULL", "QUICK"]
 
 FULL = dict(d_model=256, n_heads=4, n_layers=3, d_ff=1024, vocab_size=1000, batch_size=8, src_len=32,
             new_tokens=(32, 64, 128, 256), repeats=3)
 QUICK = dict(d_model=192, n_heads=4, n_layers=2, d_ff=768, vocab_size=1000, batch_size=4, src_len=16,
              new_tokens=(32, 64, 128), repeats=2)
+
+
+def positions_fed(model: torch.nn.Module, src: torch.Tensor, n: int, *, use_cache: bool) -> int:
+    """How many target positions the decoder embeds while greedily generating ``n`` tokens for one row.
+
+    This is the work the KV cache saves, counted rather than timed, so it does not depend on how busy the machine
+    is: with the cache each step embeds only its newest token (``n`` in all); without it step ``t`` embeds all
+    ``t`` tokens so far (``n (n + 1) / 2`` in all).
+    """
+    embed = getattr(model, "tgt_embed", None) or model.embed  # encoder-decoder, or decoder-only
+    counted = []
+    hook = embed.register_forward_hook(lambda _module, args, _out: counted.append(args[0].shape[-1]))
+    try:
+        tl.greedy_decode(model, src[:1], n, bos_id=1, eos_id=-1, use_cache=use_cache)
+    finally:
+        hook.remove()
+    return sum(counted)
 
 
 def decoding_benchmark(
@@ -73,6 +90,8 @@ def decoding_benchmark(
         rows.append({
             "new_tokens": n,
             "same_tokens": bool(torch.equal(cached, uncached)),
+            "cached_positions": positions_fed(model, src, n, use_cache=True),
+            "uncached_positions": positions_fed(model, src, n, use_cache=False),
             "cached_seconds": summarize(times["cached"]),
             "uncached_seconds": summarize(times["uncached"]),
             "cached_ms_per_token": summarize([1e3 * t / n for t in times["cached"]]),

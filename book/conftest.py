@@ -1,9 +1,11 @@
 """pytest plugin for the notebook run (``pytest --nbval-lax book``): time every notebook, fail slow ones.
 
 nbval turns each code cell into a test item; a notebook's time is the sum of its items' durations (the
-kernel start-up is part of the first item's set-up). The table is printed at the end of the run, and a
-notebook over the budget makes the run fail: the book promises that each one runs in about a minute on a
-2-core CPU.
+kernel start-up is part of the first item's set-up). The table is printed at the end of the run, with the
+notebooks over the budget flagged: the book promises that each one runs in about a minute on a 2-core CPU.
+Only a notebook over three times the budget fails the run: wall-clock time on a loaded machine (CI, a
+teacher's shared server) says little, so the budget is a report, and the hard limit only catches a notebook
+that has really grown.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections import defaultdict
 
 import pytest
 
-NOTEBOOK_BUDGET_S = 90.0
+NOTEBOOK_BUDGET_S = 90.0  # reported per notebook; the book promises "about a minute"
+FAIL_FACTOR = 3.0  # a run fails only past 3x the budget: a busy machine (CI, a shared server) is slower, not wrong
 _seconds: dict[str, float] = defaultdict(float)
 
 
@@ -27,7 +30,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def _too_slow() -> dict[str, float]:
-    return {path: s for path, s in _seconds.items() if s > NOTEBOOK_BUDGET_S}
+    return {path: s for path, s in _seconds.items() if s > FAIL_FACTOR * NOTEBOOK_BUDGET_S}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -35,12 +38,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     terminalreporter.section(f"notebook execution time (budget {NOTEBOOK_BUDGET_S:.0f} s each)")
     for path, seconds in sorted(_seconds.items(), key=lambda item: -item[1]):
-        flag = "  TOO SLOW" if seconds > NOTEBOOK_BUDGET_S else ""
+        flag = "  over budget" if seconds > NOTEBOOK_BUDGET_S else ""
         terminalreporter.write_line(f"{seconds:7.1f} s  {path}{flag}")
     terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  total")
     for path, seconds in _too_slow().items():
-        terminalreporter.write_line(f"FAILED: {path} took {seconds:.1f} s, over the {NOTEBOOK_BUDGET_S:.0f} s "
-                                    "budget; make it smaller or load a checkpoint", red=True)
+        terminalreporter.write_line(f"FAILED: {path} took {seconds:.1f} s, over {FAIL_FACTOR:.0f}x the "
+                                    f"{NOTEBOOK_BUDGET_S:.0f} s budget; make it smaller or load a checkpoint", red=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the website into _build/html: set up .venv if needed, execute every notebook (cached in
-# _build/.jupyter_cache; --force re-runs them all) and fail on any error or warning (-W).
+# Build the website into _build/html: set up .venv if needed, execute every notebook that changed (two at a time,
+# into _build/.jupyter_cache, where the build finds them; --force re-runs them all), then build the pages and fail
+# on any error or warning (-W).
 #   bash scripts/build_book.sh            build
 #   bash scripts/build_book.sh --force    forget cached notebook outputs first (after changing transformer_lib)
 set -euo pipefail
@@ -12,6 +13,12 @@ if [ "${1:-}" = "--force" ]; then
     rm -rf _build/.jupyter_cache  # forget executed notebooks ...
     extra=(--all)                 # ... and make Sphinx re-read every page, so that each one runs again
 fi
+# One torch thread per kernel: two notebooks run at once, and tiny models only lose time to threads fighting over
+# two cores (scripts/test_all.sh does the same).
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 start=$(date +%s)
+# Jupyter Book would run the notebooks one after another; scripts/execute_notebooks.py runs them two at a time into
+# the same cache, exactly as the build would (same reader, folder and per-cell timeout), and the build reuses them.
+.venv/bin/python scripts/execute_notebooks.py --jobs "${BUILD_JOBS:-2}" --timeout 600
 .venv/bin/jupyter-book build . --builder html -W --keep-going "${extra[@]}"
 echo "build_book: built _build/html in $(( $(date +%s) - start )) s; open _build/html/index.html"

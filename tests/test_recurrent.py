@@ -50,15 +50,21 @@ def test_sequential_steps_is_linear_for_recurrence_and_constant_for_attention():
 
 def test_sequential_steps_matches_an_explicit_rnn_loop():
     # nn.RNN equals h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh) run once per position.
-    rnn, x = nn.RNN(4, 6, batch_first=True), torch.randn(2, 7, 4)
+    rnn, x = nn.RNN(4, 6, batch_first=True), torch.randn(2, 7, 4, requires_grad=True)
     cell = nn.RNNCell(4, 6)
     cell.load_state_dict({k[:-3]: v for k, v in rnn.state_dict().items()})  # weight_ih_l0 -> weight_ih
-    h, steps, outs = torch.zeros(2, 6), 0, []
+    h, outs = torch.zeros(2, 6), []
     for t in range(7):
-        h, steps = cell(x[:, t], h), steps + 1
+        h = cell(x[:, t], h)
         outs.append(h)
-    assert torch.allclose(torch.stack(outs, 1), rnn(x)[0], atol=1e-6)
-    assert steps == R.sequential_steps("rnn", 7)
+    out = rnn(x)[0]
+    assert torch.allclose(torch.stack(outs, 1), out, atol=1e-6)
+    # The steps really are sequential: the last output depends on the first input through all 7 steps, and no
+    # output depends on a later input, so no step can start before the one before it has finished.
+    (grad_first,) = torch.autograd.grad(out[:, -1].sum(), x, retain_graph=True)
+    (grad_middle,) = torch.autograd.grad(out[:, 3].sum(), x)
+    assert grad_first[:, 0].abs().sum() > 0 and torch.equal(grad_middle[:, 4:], torch.zeros_like(grad_middle[:, 4:]))
+    assert R.sequential_steps("rnn", 7) == 7
 
 
 def test_orthogonal_rnn_has_every_eigenvalue_on_the_radius():

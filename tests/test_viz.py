@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -92,7 +93,8 @@ def test_positional_encoding_heatmap_is_centred_on_zero() -> None:
     trace = fig.data[0]
     assert np.asarray(trace.z).shape == (8, 6) and trace.zmid == 0.0
     assert fig.layout.xaxis.title.text == "dimension i" and fig.layout.yaxis.title.text == "position pos"
-    assert trace.colorscale == pio.templates["plotly"].layout.colorscale.diverging or trace.colorscale
+    expected = plotly.colors.get_colorscale(viz.DIVERGING)  # the named diverging scale, as plotly expands it
+    assert [(round(float(p), 9), c) for p, c in trace.colorscale] == [(round(float(p), 9), c) for p, c in expected]
 
 
 # ------------------------------------------------------------------------------------------ attention grid

@@ -1,0 +1,98 @@
+"""Execute the book's notebooks in parallel into the build's jupyter-cache, before `jupyter-book build` reads them.
+
+Jupyter Book (myst-nb, execution mode "cache") runs every notebook that has no matching entry in
+`_build/.jupyter_cache`, one after another. This script fills that cache first, with two notebooks at a time,
+doing exactly what myst-nb would do for each (jupyter-cache's `single_nb_execution`: the same notebook reader,
+the notebook's folder as working directory since `_config.yml` sets `run_in_temp: false`, the same per-cell
+timeout, no errors allowed), with one difference: the kernel client waits in short slices
+(transformer_lib.book.execution explains the stall this removes). The build then finds every notebook in the
+cache ("Using cached notebook") and only renders.
+
+    python scripts/execute_notebooks.py [--jobs 2] [--timeout 600]
+
+Exit status 1 if a notebook failed; its traceback is printed and nothing is cached for it, so the build runs it
+again and reports the same error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import nbformat
+import yaml
+from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
+from jupyter_cache.executors.utils import single_nb_execution
+
+from transformer_lib.book.execution import SlicedPollKernelManager
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / "_build" / ".jupyter_cache"  # where jupyter-book 1 keeps it (myst-nb's execution_cache_path)
+
+
+def toc_notebooks(toc: Path = ROOT / "_toc.yml") -> list[Path]:
+    """The .ipynb pages listed in the table of contents, in its order."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                found.append(node["file"])
+            if isinstance(node.get("root"), str):
+                found.append(node["root"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(yaml.safe_load(toc.read_text()))
+    return [ROOT / f"{name}.ipynb" for name in found if (ROOT / f"{name}.ipynb").is_file()]
+
+
+def _execute(path: Path, timeout: int) -> tuple[Path, nbformat.NotebookNode, float, str | None]:
+    notebook = nbformat.read(path, as_version=4)
+    result = single_nb_execution(notebook, cwd=str(path.parent), allow_errors=False, timeout=timeout,
+                                 meta_override=True, kernel_manager_class=SlicedPollKernelManager)
+    return path, notebook, result.time, (result.exc_string if result.err is not None else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default 2)")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell, as in _config.yml")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs: expected a positive number, got {args.jobs}")
+
+    cache = get_cache(str(CACHE))
+    todo = []
+    for path in toc_notebooks():
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            todo.append(path)
+    print(f"execute_notebooks: {len(todo)} notebook(s) to run, {args.jobs} at a time", flush=True)
+    failed = []
+    start = time.time()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:  # the cache's database is written here only
+        for path, notebook, seconds, error in pool.map(_execute, todo, [args.timeout] * len(todo)):
+            name = path.relative_to(ROOT)
+            if error is not None:
+                failed.append(name)
+                print(f"execute_notebooks: FAILED {name}\n{error}", flush=True)
+                continue
+            record = cache.add_nb_to_project(str(path))
+            cache.cache_notebook_bundle(CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            print(f"execute_notebooks: {seconds:6.1f} s  {name}", flush=True)
+    print(f"execute_notebooks: done in {time.time() - start:.0f} s", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

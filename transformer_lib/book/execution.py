@@ -1,0 +1,58 @@
+"""Executing notebooks without the build's stall: a kernel client whose waits cannot miss a message.
+
+**The stall.** nbclient (inside Jupyter Book, myst-nb and jupyter-cache) waits for a kernel's reply with
+pyzmq's asyncio ``poll(timeout)``. That poll is woken by ZeroMQ's *edge-triggered* file descriptor; when the edge
+is missed (seen after ``ipywidgets.interact`` cells, more often on a loaded machine), the reply sits unread in
+the socket until the poll's timeout fires, and only then does pyzmq's final non-blocking check find it. The cell
+therefore "takes" exactly the per-cell timeout and the run carries on without an error. It is not the kernel:
+ipykernel 6.31 and 7.4 stall alike, and nbval, whose client blocks in ``zmq_poll`` (level-triggered), never
+does.
+
+**The fix.** :class:`SlicedPollChannel` waits in slices of at most :data:`POLL_SLICE_S` seconds; each slice ends
+with that non-blocking check, so a reply whose wake-up was missed is read within one slice instead of one cell
+timeout. Pass :class:`SlicedPollKernelManager` to nbclient as ``kernel_manager_class`` (``scripts/
+execute_notebooks.py`` does, for the build).
+"""
+
+from __future__ import annotations
+
+import time
+from queue import Empty
+from typing import Any
+
+from jupyter_client import AsyncKernelManager
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.channels import AsyncZMQSocketChannel
+from traitlets import Type
+
+POLL_SLICE_S = 0.5  # the longest a reply can wait unread after a missed wake-up
+
+
+class SlicedPollChannel(AsyncZMQSocketChannel):
+    """A kernel channel whose ``get_msg(timeout)`` polls in short slices, so no ready message waits long."""
+
+    async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = POLL_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
+            if await self.socket.poll(int(1000 * min(POLL_SLICE_S, remaining))):
+                return await self._recv()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise Empty
+
+
+class SlicedPollKernelClient(AsyncKernelClient):
+    """nbclient's asynchronous kernel client, with :class:`SlicedPollChannel` on every ZeroMQ channel."""
+
+    shell_channel_class = Type(SlicedPollChannel)
+    iopub_channel_class = Type(SlicedPollChannel)
+    stdin_channel_class = Type(SlicedPollChannel)
+    control_channel_class = Type(SlicedPollChannel)
+
+
+class SlicedPollKernelManager(AsyncKernelManager):
+    """A kernel manager whose clients are :class:`SlicedPollKernelClient` (pass it to nbclient)."""
+
+    client_class = "transformer_lib.book.execution.SlicedPollKernelClient"
+    client_factory = Type(SlicedPollKernelClient)
+

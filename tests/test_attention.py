@@ -108,16 +108,6 @@ def test_eager_and_sdpa_modules_agree_with_dropout_off():
     assert torch.allclose(a(x, m, m)[0], b(x, m, m)[0], atol=1e-6)
 
 
-def test_kv_cache_grows_and_reorders():
-    cache = tl.KVCache(max_len=2)
-    k = torch.arange(4.0).view(2, 1, 2, 1)
-    cache.append(k, k)
-    cache.append(k[:, :, :1] + 10, k[:, :, :1] + 10)  # beyond max_len: grows
-    assert cache.length == 3 and cache.k[0, 0, :, 0].tolist() == [0.0, 1.0, 10.0]
-    cache.reorder(torch.tensor([1, 1]))
-    assert cache.k[0, 0, :, 0].tolist() == [2.0, 3.0, 12.0]
-
-
 @pytest.mark.parametrize(
     "call, error, message",
     [

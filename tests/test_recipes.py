@@ -134,7 +134,7 @@ def test_cli_writes_a_checkpoint_with_its_command_and_scores(tmp_path):
     out = tmp_path / "t.safetensors"
     recipes.main(["translation", "--out", str(out), "--n-pairs", "120", "--epochs", "1"])
     model, corpus = recipes.load_translation(out)
-    extra = model.checkpoint_extra
+    extra = corpus.metadata
     assert extra["command"] == f"python -m transformer_lib.book.recipes translation --out {out} --n-pairs 120 --epochs 1"
     assert extra["recipe"]["n_pairs"] == 120 and len(corpus.test) == 12
     assert set(extra["scores"]) == {"token_accuracy", "exact_match"} and extra["seconds"] >= 0
@@ -143,7 +143,7 @@ def test_cli_writes_a_checkpoint_with_its_command_and_scores(tmp_path):
 # --------------------------------------------------------------------------------------------- shipped models
 def test_shipped_translation_checkpoint_scores_on_held_out_pairs():
     model, corpus = recipes.load_translation(CHECKPOINTS / "translation.safetensors")
-    extra = model.checkpoint_extra
+    extra = corpus.metadata
     assert extra["command"].startswith("python -m transformer_lib.book.recipes translation")
     assert extra["seconds"] < 300  # the recipe trains in under 5 minutes on a 2-core CPU
     scores = tl.evaluate(model, corpus.loader("test", 256), bos_id=BOS_ID, eos_id=EOS_ID)
@@ -168,8 +168,8 @@ def test_compare_decoding_on_the_shipped_model():
 
 @pytest.mark.parametrize("family", recipes.FAMILIES)
 def test_shipped_family_checkpoints_solve_the_task(family):
-    model = tl.load_checkpoint(CHECKPOINTS / f"family_{family.replace('-', '_')}.safetensors")
-    recipe = recipes.FamiliesRecipe(**model.checkpoint_extra["recipe"])
+    model, extra = tl.load_checkpoint(CHECKPOINTS / f"family_{family.replace('-', '_')}.safetensors", with_extra=True)
+    recipe = recipes.FamiliesRecipe(**extra["recipe"])
     src, tgt = recipe.pairs("test")
     assert recipes.family_exact_match(family, model, src, tgt) >= 0.95
 

@@ -4,8 +4,9 @@ Every chapter of the book imports it as ``import transformer_lib as tl``. Three 
 
 * The Transformer itself (this package's top level), bottom up: ``validation`` (argument checks), ``device``,
   ``tokenization`` (text -> ids), ``embeddings`` (ids -> vectors, positions), ``masks``, ``attention`` (the
-  kernel and multi-head attention), ``layers`` (encoder/decoder blocks and stacks), ``models`` (the three
-  families), ``decoding`` (greedy, beam, sampling, KV cache), ``training``, ``data`` (offline toy tasks),
+  kernel and multi-head attention), ``kv_cache`` (what decoding keeps between steps), ``layers``
+  (encoder/decoder blocks and stacks), ``interop`` (PyTorch's modules converted into ours), ``models`` (the
+  three families), ``decoding`` (greedy, beam, sampling), ``training``, ``data`` (offline toy tasks),
   ``checkpoints``, ``distributed`` (data-parallel training).
 * ``transformer_lib.book``: what only the book needs (figures, site plumbing, the chapters' measurements).
 * ``transformer_lib.classroom``: what only a class needs (checks, assignments, the grader).
@@ -20,6 +21,8 @@ from . import (
     decoding,
     device,
     embeddings,
+    interop,
+    kv_cache,
     layers,
     masks,
     models,
@@ -27,7 +30,7 @@ from . import (
     training,
     validation,
 )
-from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from .decoding import Hypothesis, beam_search, greedy_decode, sample, sampling_distribution
 from .device import get_device, seed_everything
@@ -38,9 +41,11 @@ from .embeddings import (
     TokenEmbedding,
     sinusoidal_encoding,
 )
-from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput, FeedForward, LayerCache, Residual
-from .masks import causal_mask, combine_masks, padding_mask
-from .models import DecoderOnlyModel, DecodingState, EncoderOnlyModel, Transformer, TransformerConfig
+from .interop import from_torch
+from .kv_cache import DecodingState, KVCache, LayerCache
+from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput, FeedForward, Residual
+from .masks import causal_mask, combine_masks, decoder_mask, padding_mask
+from .models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
 from .tokenization import BPETokenizer, CharTokenizer, Vocab, WordTokenizer, pad_batch
 from .training import History, evaluate, noam_lr, noam_schedule, sequence_loss, token_accuracy, train
 

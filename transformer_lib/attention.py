@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .kv_cache import KVCache
 from .validation import check_choice, check_mask, check_positive, check_tensor, is_compiling
 
-__all__ = ["scaled_dot_product_attention", "KVCache", "MultiHeadAttention", "AttentionImpl"]
+__all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "AttentionImpl"]
 
 AttentionImpl = Literal["eager", "sdpa"]
 
@@ -89,57 +90,6 @@ def _every_query_sees_a_key(has_key: Tensor) -> bool:
     if has_key.device.type != "cpu" or is_compiling():
         return False
     return bool(has_key.all())
-
-
-class KVCache:
-    """Keys and values of one attention layer kept between decoding steps (so each step projects one token).
-
-    A self-attention cache grows by the new step's keys/values on every call, into a buffer preallocated for
-    ``max_len`` positions. A ``static`` cache (cross-attention) is filled once from the encoder output and reused.
-    The caller owns the cache and passes it in; modules never keep it on ``self``.
-
-    Shape:
-        k, v: (B, H, L, D) with L = positions stored so far
-    """
-
-    def __init__(self, max_len: int | None = None, *, static: bool = False) -> None:
-        if max_len is not None:
-            check_positive("max_len", max_len)
-        self.max_len = max_len
-        self.static = static
-        self._k: Tensor | None = None
-        self._v: Tensor | None = None
-        self.length = 0
-
-    @property
-    def k(self) -> Tensor | None:
-        return None if self._k is None else self._k[:, :, : self.length]
-
-    @property
-    def v(self) -> Tensor | None:
-        return None if self._v is None else self._v[:, :, : self.length]
-
-    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store the new (B, H, T, D) keys/values after those already held; return all of them."""
-        new = k.shape[2]
-        if self._k is None:
-            cap = max(self.max_len or 0, new)
-            self._k = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])  # (B, H, L_max, D)
-            self._v = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
-        elif self.length + new > self._k.shape[2]:  # grow by doubling when max_len was not known
-            grow = max(self.length + new, 2 * self._k.shape[2])
-            self._k = torch.cat((self._k, self._k.new_empty(*self._k.shape[:2], grow - self._k.shape[2], self._k.shape[3])), 2)
-            self._v = torch.cat((self._v, self._v.new_empty(*self._v.shape[:2], grow - self._v.shape[2], self._v.shape[3])), 2)
-        self._k[:, :, self.length : self.length + new] = k
-        self._v[:, :, self.length : self.length + new] = v
-        self.length += new
-        return self.k, self.v  # (B, H, L, D)
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` (beam search: follow each surviving beam's history)."""
-        if self._k is not None:
-            self._k = self._k.index_select(0, index)
-            self._v = self._v.index_select(0, index)
 
 
 class MultiHeadAttention(nn.Module):
@@ -248,18 +198,7 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention, *, attn_impl: AttentionImpl = "sdpa") -> "MultiHeadAttention":
-        """Our module holding the same weights as ``mha`` (same outputs; tested to 1e-5 in float32)."""
-        if not isinstance(mha, nn.MultiheadAttention):
-            raise TypeError(f"mha: expected nn.MultiheadAttention, got {type(mha).__name__}")
-        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
-            raise ValueError("mha: kdim/vdim different from embed_dim, add_bias_kv and add_zero_attn are not supported")
-        p = mha.in_proj_weight
-        ours = cls(mha.embed_dim, mha.num_heads, mha.dropout, bias=mha.in_proj_bias is not None,
-                   attn_impl=attn_impl, batch_first=mha.batch_first).to(device=p.device, dtype=p.dtype)
-        with torch.no_grad():
-            ours.qkv_proj.weight.copy_(p)
-            ours.o_proj.weight.copy_(mha.out_proj.weight)
-            if mha.in_proj_bias is not None:
-                ours.qkv_proj.bias.copy_(mha.in_proj_bias)
-                ours.o_proj.bias.copy_(mha.out_proj.bias)
-        return ours.train(mha.training)
+        """Our module holding the same weights as ``mha`` (see :mod:`transformer_lib.interop`)."""
+        from .interop import mha_from_torch  # interop imports this module
+
+        return mha_from_torch(mha, attn_impl=attn_impl)

@@ -50,10 +50,13 @@ def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = 
     return path
 
 
-def load_checkpoint(path: str | Path, device: torch.device | str | None = None) -> nn.Module:
+def load_checkpoint(
+    path: str | Path, device: torch.device | str | None = None, *, with_extra: bool = False
+) -> nn.Module | tuple[nn.Module, dict]:
     """Rebuild the model saved by :func:`save_checkpoint`, in eval mode, on ``device`` (default CPU).
 
-    The returned model has ``.checkpoint_extra`` holding the saved ``extra`` dict.
+    With ``with_extra=True`` returns ``(model, extra)``, the ``extra`` dict given to :func:`save_checkpoint`
+    (the recipes store their command, held-out scores and training time there).
     """
     path = Path(path)
     if not path.is_file():
@@ -83,8 +86,8 @@ def load_checkpoint(path: str | Path, device: torch.device | str | None = None) 
             f"{unexpected[:5]}, wrong shapes {wrong[:5]}"
         )
     model.load_state_dict(state, strict=False)
-    model.checkpoint_extra = json.loads(meta.get("extra", "{}"))
-    return model.to(device or "cpu").eval()
+    model = model.to(device or "cpu").eval()
+    return (model, json.loads(meta.get("extra", "{}"))) if with_extra else model
 
 
 def _is_tied(model: nn.Module, key: str, state: dict) -> bool:

@@ -13,13 +13,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 
+from .kv_cache import DecodingState
 from .validation import check_positive, check_tensor
 
-__all__ = ["greedy_decode", "beam_search", "sample", "sampling_distribution", "Hypothesis"]
+__all__ = ["greedy_decode", "beam_search", "sample", "sampling_distribution", "Hypothesis", "Decodable"]
+
+
+@runtime_checkable
+class Decodable(Protocol):
+    """What a model must offer to be decoded by this module (``Transformer`` and ``DecoderOnlyModel`` do).
+
+    ``start_decoding`` runs once (encoding the source, or reading the prompt) and returns the state whose
+    ``tokens`` are the first input; ``decode_step`` returns the next-token logits (B, V) after ``state.tokens``.
+    The functions below also use ``model.config.pad_id`` and ``model.eval()``/``model.train()``.
+    """
+
+    def start_decoding(self, src: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True) -> DecodingState:
+        ...
+
+    def decode_step(self, state: DecodingState) -> Tensor:
+        ...
 
 
 class _eval_mode:
@@ -39,13 +57,14 @@ class _eval_mode:
 
 
 def _check_common(model: nn.Module, src: Tensor, max_new_tokens: int) -> None:
-    if not hasattr(model, "start_decoding"):
-        raise TypeError(f"model: expected a Transformer or DecoderOnlyModel, got {type(model).__name__}")
+    if not isinstance(model, Decodable):
+        raise TypeError(f"model: expected a model with start_decoding and decode_step (a Transformer or "
+                        f"DecoderOnlyModel), got {type(model).__name__}")
     check_tensor("src", src, ndim=2, dtype="int")
     check_positive("max_new_tokens", max_new_tokens)
 
 
-def _append(state, next_tokens: Tensor, finished: Tensor, pad_id: int, eos_id: int) -> Tensor:
+def _append(state: DecodingState, next_tokens: Tensor, finished: Tensor, pad_id: int, eos_id: int) -> Tensor:
     next_tokens = next_tokens.masked_fill(finished, pad_id)  # finished rows only add padding
     state.tokens = torch.cat((state.tokens, next_tokens[:, None]), dim=1)  # (B, L + 1)
     return finished | (next_tokens == eos_id)

@@ -1,4 +1,4 @@
-"""The blocks of the encoder and decoder stacks (paper §3.1, §3.3) and their PyTorch twins.
+"""The blocks of the encoder and decoder stacks (paper §3.1, §3.3); their PyTorch twins are in :mod:`.interop`.
 
 Shape legend: ``B`` batch, ``T`` target/query length, ``S`` source length, ``C`` model width ``d_model``.
 
@@ -10,13 +10,13 @@ post-LN as in the paper, ``LayerNorm(x + Dropout(sublayer(x)))``, or pre-LN with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import AttentionImpl, KVCache, MultiHeadAttention
+from .attention import AttentionImpl, MultiHeadAttention
+from .kv_cache import LayerCache
 from .validation import check_choice, check_positive, check_tensor
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "Residual",
     "EncoderLayer",
     "DecoderLayer",
-    "LayerCache",
     "Encoder",
     "Decoder",
     "EncoderOutput",
@@ -76,12 +75,10 @@ class Residual(nn.Module):
         return self.norm(x + self.dropout(h))  # §3.1: LayerNorm(x + Sublayer(x))
 
 
-def _layer_kwargs(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, attn_impl):
-    check_positive("d_model", d_model)
+def _check_layer_args(d_model: int, dropout: float) -> None:
+    check_positive("d_model", d_model)  # n_heads and d_ff are checked by the modules that use them
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout}")
-    return dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, dropout=dropout, activation=activation,
-                norm_first=norm_first, layer_norm_eps=layer_norm_eps, bias=bias, attn_impl=attn_impl)
 
 
 class EncoderLayer(nn.Module):
@@ -104,7 +101,7 @@ class EncoderLayer(nn.Module):
         attn_impl: AttentionImpl = "sdpa",
     ) -> None:
         super().__init__()
-        _layer_kwargs(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, attn_impl)
+        _check_layer_args(d_model, dropout)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias, attn_impl=attn_impl)
         self.attn_res = Residual(d_model, dropout, norm_first, layer_norm_eps, bias)
         self.ff = FeedForward(d_model, d_ff, dropout, activation, bias)
@@ -119,21 +116,10 @@ class EncoderLayer(nn.Module):
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer, *, attn_impl: AttentionImpl = "sdpa") -> "EncoderLayer":
-        """Our layer holding the same weights as ``layer`` (always batch-first; see :class:`Encoder` for layout)."""
-        if not isinstance(layer, nn.TransformerEncoderLayer):
-            raise TypeError(f"layer: expected nn.TransformerEncoderLayer, got {type(layer).__name__}")
-        ours = cls(**_torch_layer_kwargs(layer), attn_impl=attn_impl)
-        _copy_torch_layer(ours, layer, [("attn_res", "norm1"), ("ff_res", "norm2")])
-        return ours
+        """Our layer holding the same weights as ``layer`` (see :mod:`transformer_lib.interop`)."""
+        from .interop import encoder_layer_from_torch  # interop imports this module
 
-
-@dataclass
-class LayerCache:
-    """What one decoder layer keeps between decoding steps: its self-attention keys/values (growing) and the
-    cross-attention keys/values of the encoder output (computed once)."""
-
-    self_attn: KVCache
-    cross_attn: KVCache = field(default_factory=lambda: KVCache(static=True))
+        return encoder_layer_from_torch(layer, attn_impl=attn_impl)
 
 
 class DecoderLayer(nn.Module):
@@ -160,7 +146,7 @@ class DecoderLayer(nn.Module):
         cross_attention: bool = True,
     ) -> None:
         super().__init__()
-        _layer_kwargs(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, attn_impl)
+        _check_layer_args(d_model, dropout)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias, attn_impl=attn_impl)
         self.self_res = Residual(d_model, dropout, norm_first, layer_norm_eps, bias)
         if cross_attention:
@@ -196,14 +182,10 @@ class DecoderLayer(nn.Module):
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer, *, attn_impl: AttentionImpl = "sdpa") -> "DecoderLayer":
-        """Our layer holding the same weights as ``layer`` (always batch-first; see :class:`Decoder` for layout)."""
-        if not isinstance(layer, nn.TransformerDecoderLayer):
-            raise TypeError(f"layer: expected nn.TransformerDecoderLayer, got {type(layer).__name__}")
-        ours = cls(**_torch_layer_kwargs(layer), attn_impl=attn_impl)
-        _copy_torch_layer(ours, layer, [("self_res", "norm1"), ("cross_res", "norm2"), ("ff_res", "norm3")])
-        with torch.no_grad():
-            ours.cross_attn.load_state_dict(MultiHeadAttention.from_torch(layer.multihead_attn).state_dict())
-        return ours
+        """Our layer holding the same weights as ``layer`` (see :mod:`transformer_lib.interop`)."""
+        from .interop import decoder_layer_from_torch
+
+        return decoder_layer_from_torch(layer, attn_impl=attn_impl)
 
 
 @dataclass
@@ -265,12 +247,10 @@ class Encoder(_Stack):
 
     @classmethod
     def from_torch(cls, encoder: nn.TransformerEncoder, *, attn_impl: AttentionImpl = "sdpa") -> "Encoder":
-        """Our encoder holding the same weights (layers, final norm, batch_first) as ``encoder``."""
-        if not isinstance(encoder, nn.TransformerEncoder):
-            raise TypeError(f"encoder: expected nn.TransformerEncoder, got {type(encoder).__name__}")
-        layers = [EncoderLayer.from_torch(l, attn_impl=attn_impl) for l in encoder.layers]
-        ours = cls(layers, _copy_norm(encoder.norm), encoder.layers[0].self_attn.batch_first)
-        return ours.train(encoder.training)
+        """Our encoder holding the same weights as ``encoder`` (see :mod:`transformer_lib.interop`)."""
+        from .interop import encoder_from_torch
+
+        return encoder_from_torch(encoder, attn_impl=attn_impl)
 
 
 class Decoder(_Stack):
@@ -320,52 +300,7 @@ class Decoder(_Stack):
 
     @classmethod
     def from_torch(cls, decoder: nn.TransformerDecoder, *, attn_impl: AttentionImpl = "sdpa") -> "Decoder":
-        """Our decoder holding the same weights (layers, final norm, batch_first) as ``decoder``."""
-        if not isinstance(decoder, nn.TransformerDecoder):
-            raise TypeError(f"decoder: expected nn.TransformerDecoder, got {type(decoder).__name__}")
-        layers = [DecoderLayer.from_torch(l, attn_impl=attn_impl) for l in decoder.layers]
-        ours = cls(layers, _copy_norm(decoder.norm), decoder.layers[0].self_attn.batch_first)
-        return ours.train(decoder.training)
+        """Our decoder holding the same weights as ``decoder`` (see :mod:`transformer_lib.interop`)."""
+        from .interop import decoder_from_torch
 
-
-# --- PyTorch interop helpers: the only place that knows torch's attribute names ---------------------------------
-
-def _torch_layer_kwargs(layer: nn.Module) -> dict:
-    act = layer.activation  # torch stores the function (F.relu) or a module (nn.ReLU())
-    if act is F.relu or isinstance(act, nn.ReLU):
-        activation = "relu"
-    elif (act is F.gelu or isinstance(act, nn.GELU)) and getattr(act, "approximate", "none") == "none":
-        activation = "gelu"
-    else:
-        raise ValueError(f"layer: only relu and exact gelu activations can be converted, got {act}")
-    return dict(
-        d_model=layer.linear1.in_features,
-        n_heads=layer.self_attn.num_heads,
-        d_ff=layer.linear1.out_features,
-        dropout=layer.dropout.p,
-        activation=activation,
-        norm_first=layer.norm_first,
-        layer_norm_eps=layer.norm1.eps,
-        bias=layer.linear1.bias is not None,
-    )
-
-
-def _copy_torch_layer(ours: nn.Module, theirs: nn.Module, norms: list[tuple[str, str]]) -> None:
-    p = theirs.linear1.weight
-    ours.to(device=p.device, dtype=p.dtype)
-    with torch.no_grad():
-        ours.self_attn.load_state_dict(MultiHeadAttention.from_torch(theirs.self_attn).state_dict())
-        ours.ff.linear1.load_state_dict(theirs.linear1.state_dict())
-        ours.ff.linear2.load_state_dict(theirs.linear2.state_dict())
-        for our_name, their_name in norms:
-            getattr(ours, our_name).norm.load_state_dict(getattr(theirs, their_name).state_dict())
-    ours.train(theirs.training)
-
-
-def _copy_norm(norm: nn.LayerNorm | None) -> nn.LayerNorm | None:
-    if norm is None:
-        return None
-    ours = nn.LayerNorm(norm.normalized_shape, eps=norm.eps, bias=norm.bias is not None,
-                        device=norm.weight.device, dtype=norm.weight.dtype)
-    ours.load_state_dict(norm.state_dict())
-    return ours
+        return decoder_from_torch(decoder, attn_impl=attn_impl)

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from .validation import check_positive, check_tensor
 
-__all__ = ["padding_mask", "causal_mask", "combine_masks"]
+__all__ = ["padding_mask", "causal_mask", "combine_masks", "decoder_mask"]
 
 
 def padding_mask(ids: Tensor, pad_id: int = 0) -> Tensor:
@@ -51,3 +51,13 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
         check_tensor(f"masks[{i}]", m, dtype=torch.bool)
         out = m if out is None else out & m
     return out
+
+
+def decoder_mask(ids: Tensor, pad_id: int = 0) -> Tensor:
+    """The decoder's self-attention mask: causal AND padding (a query sees earlier real tokens only).
+
+    Shape:
+        ids: (B, T) -> output: (B, 1, T, T) bool
+    """
+    check_tensor("ids", ids, ndim=2, dtype="int")
+    return combine_masks(causal_mask(ids.shape[1], ids.device), padding_mask(ids, pad_id))  # (B, 1, T, T)

@@ -11,18 +11,20 @@ Shape legend: ``B`` batch, ``S`` source length, ``T`` target length, ``C`` d_mod
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from typing import get_args
 
 import torch
 from torch import Tensor, nn
 
-from .attention import KVCache
+from .attention import AttentionImpl
 from .embeddings import InputEmbedding
-from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput, LayerCache
-from .masks import causal_mask, combine_masks, padding_mask
+from .kv_cache import DecodingState, cached_step, new_caches
+from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput
+from .masks import decoder_mask, padding_mask
 from .validation import check_choice, check_positive, check_token_ids
 
-__all__ = ["TransformerConfig", "Transformer", "EncoderOnlyModel", "DecoderOnlyModel", "DecodingState"]
+__all__ = ["TransformerConfig", "Transformer", "EncoderOnlyModel", "DecoderOnlyModel"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class TransformerConfig:
     embedding_norm: bool = False
     layer_norm_eps: float = 1e-5
     bias: bool = True
-    attn_impl: str = "sdpa"
+    attn_impl: AttentionImpl = "sdpa"
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
@@ -73,7 +75,7 @@ class TransformerConfig:
             raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout}")
         check_choice("activation", self.activation, ("relu", "gelu"))
         check_choice("positional", self.positional, ("sinusoidal", "learned"))
-        check_choice("attn_impl", self.attn_impl, ("eager", "sdpa"))
+        check_choice("attn_impl", self.attn_impl, get_args(AttentionImpl))
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"d_model: the sinusoidal encoding needs an even d_model, got {self.d_model}")
         if self.pad_id >= min(self.src_vocab_size, self.tgt_vocab_size):
@@ -121,40 +123,6 @@ def _init_weights(module: nn.Module) -> None:
             nn.init.xavier_uniform_(m.weight)
 
 
-@dataclass
-class DecodingState:
-    """What a model needs between generation steps; built by ``start_decoding``, advanced by ``decode_step``.
-
-    ``tokens`` holds every token fed so far (B, L). With ``caches`` each step feeds only the new tokens; without,
-    each step re-runs the decoder over the whole prefix (the slow way the KV cache avoids).
-    """
-
-    tokens: Tensor
-    memory: Tensor | None = None
-    memory_mask: Tensor | None = None
-    caches: list[LayerCache] | None = None
-    fed: int = 0  # how many of ``tokens`` the caches have already seen
-    extra: dict = field(default_factory=dict)
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` (beam search)."""
-        self.tokens = self.tokens.index_select(0, index)
-        if self.memory is not None:
-            self.memory = self.memory.index_select(0, index)
-        if self.memory_mask is not None and self.memory_mask.shape[0] > 1:
-            self.memory_mask = self.memory_mask.index_select(0, index)
-        for c in self.caches or []:
-            c.self_attn.reorder(index)
-            c.cross_attn.reorder(index)
-
-
-def _step_mask(new: int, offset: int, device: torch.device) -> Tensor | None:
-    """Causal mask for ``new`` queries at positions offset.. against keys 0..offset+new-1 (None for one query)."""
-    if new == 1:
-        return None
-    return causal_mask(offset + new, device=device)[offset:]  # (new, offset + new)
-
-
 class Transformer(nn.Module):
     """The encoder-decoder Transformer of the paper.
 
@@ -188,7 +156,7 @@ class Transformer(nn.Module):
 
     def tgt_mask(self, tgt: Tensor) -> Tensor:
         """Causal AND padding mask of the decoder input. Shape: (B, T) -> (B, 1, T, T)."""
-        return combine_masks(causal_mask(tgt.shape[1], tgt.device), padding_mask(tgt, self.config.pad_id))
+        return decoder_mask(tgt, self.config.pad_id)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """Embed and encode the source. Shape: (B, S) -> memory (B, S, C)."""
@@ -235,21 +203,14 @@ class Transformer(nn.Module):
         mask = self.src_mask(src)
         memory = self.encode(src, mask)
         tokens = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
-        caches = None
-        if use_cache:
-            caches = [LayerCache(KVCache(max_new_tokens + 1)) for _ in self.decoder.layers]
+        caches = new_caches(len(self.decoder.layers), max_new_tokens + 1) if use_cache else None
         return DecodingState(tokens, memory, mask, caches)
 
     def decode_step(self, state: DecodingState) -> Tensor:
         """Logits for the next token after ``state.tokens``. Shape: -> (B, V)."""
-        if state.caches is None:  # recompute the whole prefix every step
-            h = self.decode(state.tokens, state.memory, src_mask=state.memory_mask)
-        else:  # feed only the tokens the caches have not seen, at their true positions
-            new = state.tokens[:, state.fed :]
-            x = self.tgt_embed(new, offset=state.fed)
-            h = self.decoder(x, state.memory, _step_mask(new.shape[1], state.fed, new.device),
-                             state.memory_mask, cache=state.caches)
-            state.fed = state.tokens.shape[1]
+        if state.caches is not None:  # feed only the tokens the caches have not seen (transformer_lib.kv_cache)
+            return cached_step(state, self.tgt_embed, self.decoder, self.lm_head)
+        h = self.decode(state.tokens, state.memory, src_mask=state.memory_mask)  # recompute the whole prefix
         return self.lm_head(h[:, -1])  # (B, V)
 
 
@@ -319,7 +280,7 @@ class DecoderOnlyModel(nn.Module):
 
     def mask(self, ids: Tensor) -> Tensor:
         """Causal AND padding mask. Shape: (B, T) -> (B, 1, T, T)."""
-        return combine_masks(causal_mask(ids.shape[1], ids.device), padding_mask(ids, self.config.pad_id))
+        return decoder_mask(ids, self.config.pad_id)
 
     def forward(self, ids: Tensor, *, need_weights: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
         check_token_ids("ids", ids, self.config.tgt_vocab_size, self.config.max_len)
@@ -333,16 +294,11 @@ class DecoderOnlyModel(nn.Module):
         if (prompt == self.config.pad_id).any():
             raise ValueError("prompt: padded prompts are not supported for decoder-only generation; "
                              "generate for equal-length prompts or one prompt at a time")
-        caches = None
-        if use_cache:
-            caches = [LayerCache(KVCache(prompt.shape[1] + max_new_tokens)) for _ in self.decoder.layers]
+        caches = new_caches(len(self.decoder.layers), prompt.shape[1] + max_new_tokens) if use_cache else None
         return DecodingState(prompt.clone(), caches=caches)
 
     def decode_step(self, state: DecodingState) -> Tensor:
-        if state.caches is None:
-            return self(state.tokens)[:, -1]
-        new = state.tokens[:, state.fed :]
-        h = self.decoder(self.embed(new, offset=state.fed), None, _step_mask(new.shape[1], state.fed, new.device),
-                         cache=state.caches)
-        state.fed = state.tokens.shape[1]
-        return self.lm_head(h[:, -1])
+        """Logits for the next token after ``state.tokens``. Shape: -> (B, V)."""
+        if state.caches is not None:
+            return cached_step(state, self.embed, self.decoder, self.lm_head)
+        return self(state.tokens)[:, -1]

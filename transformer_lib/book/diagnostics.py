@@ -26,7 +26,8 @@ from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
 from ..masks import padding_mask
-from ..models import DecoderOnlyModel, DecodingState, TransformerConfig
+from ..kv_cache import DecodingState
+from ..models import DecoderOnlyModel, TransformerConfig
 from ..training import sequence_loss
 from ..validation import check_choice, check_positive, check_tensor
 

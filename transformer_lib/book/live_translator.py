@@ -35,7 +35,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from ..models import DecodingState, Transformer, TransformerConfig
+from ..kv_cache import DecodingState
+from ..models import Transformer, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, SPACE_MARK, UNK_ID
 from . import recipes
 

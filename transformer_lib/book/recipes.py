@@ -7,7 +7,8 @@ checkpoints under ``book/checkpoints/`` were written by::
     python -m transformer_lib.book.recipes families --out-dir book/checkpoints
 
 and each records that command, its held-out scores and its training time in its metadata
-(``model.checkpoint_extra`` after :func:`~transformer_lib.checkpoints.load_checkpoint`).
+(``load_checkpoint(path, with_extra=True)`` returns it; :func:`load_translation` keeps it as
+``corpus.metadata``).
 
 * :class:`TranslationRecipe` — an encoder-decoder trained on the toy English -> Frenchy corpus, word tokens.
 * :class:`FamiliesRecipe` — the three families (encoder-only, decoder-only, encoder-decoder) trained on one
@@ -22,7 +23,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -97,6 +98,7 @@ class TranslationData:
     test: list[tuple[str, str]]
     src_tokenizer: Tokenizer
     tgt_tokenizer: Tokenizer
+    metadata: dict = field(default_factory=dict)  # a loaded checkpoint's command, scores and training time
 
     def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None,
                seed: int = 0) -> torch.utils.data.DataLoader:
@@ -139,13 +141,13 @@ def load_translation(path: str | Path, device: torch.device | str | None = None)
 
     The tokenizers come from the checkpoint; the sentence pairs are regenerated from the stored recipe.
     """
-    model = load_checkpoint(path, device)
-    extra = model.checkpoint_extra
+    model, extra = load_checkpoint(path, device, with_extra=True)
     if not isinstance(model, Transformer) or "recipe" not in extra:
         raise ValueError(f"path: {path} is not a translation checkpoint written by transformer_lib.book.recipes")
     corpus = translation_data(TranslationRecipe(**extra["recipe"]))
     corpus.src_tokenizer = Tokenizer.from_dict(extra["src_tokenizer"])
     corpus.tgt_tokenizer = Tokenizer.from_dict(extra["tgt_tokenizer"])
+    corpus.metadata = extra
     return model, corpus
 
 

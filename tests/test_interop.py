@@ -1,4 +1,4 @@
-"""Our modules against PyTorch's own, holding the same weights (from_torch): equal outputs."""
+"""transformer_lib.interop: our modules against PyTorch's own, holding the same weights (from_torch): equal outputs."""
 
 import pytest
 import torch
@@ -114,3 +114,30 @@ def test_from_torch_rejects_other_modules():
         tl.MultiHeadAttention.from_torch(nn.Linear(2, 2))
     with pytest.raises(TypeError, match="encoder: expected nn.TransformerEncoder"):
         tl.Encoder.from_torch(nn.Linear(2, 2))
+
+
+def test_from_torch_dispatches_on_the_module_type_and_keeps_mode():
+    torch.manual_seed(4)
+    layer = nn.TransformerDecoderLayer(D, H, FF, dropout=0.1, batch_first=True)
+    stack = nn.TransformerDecoder(layer, 2)
+    for theirs, ours_type in ((nn.MultiheadAttention(D, H, batch_first=True), tl.MultiHeadAttention),
+                              (nn.TransformerEncoderLayer(D, H, FF, batch_first=True), tl.EncoderLayer),
+                              (layer, tl.DecoderLayer), (stack.eval(), tl.Decoder)):
+        ours = tl.from_torch(theirs)
+        assert type(ours) is ours_type and ours.training == theirs.training
+    with pytest.raises(TypeError, match=r"module: expected one of nn.MultiheadAttention.*got Linear"):
+        tl.from_torch(nn.Linear(2, 2))
+
+
+def test_only_interop_knows_torch_parameter_names():
+    """layers.py and attention.py read like the paper: code that reads torch.nn's attribute names is in interop.py."""
+    import ast
+    import inspect
+
+    torch_only = {"in_proj_weight", "in_proj_bias", "out_proj", "norm1", "norm2", "norm3", "multihead_attn",
+                  "_qkv_same_embed_dim", "num_heads", "embed_dim"}
+    for module in (tl.layers, tl.attention, tl.models, tl.kv_cache):
+        read = {node.attr for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.Attribute)}
+        assert not read & torch_only, f"{module.__name__} reads torch's {sorted(read & torch_only)}; that is interop's job"
+    read = {node.attr for node in ast.walk(ast.parse(inspect.getsource(tl.interop))) if isinstance(node, ast.Attribute)}
+    assert {"in_proj_weight", "multihead_attn", "norm1"} <= read  # the check above would notice a move

@@ -110,7 +110,7 @@ def random_batch(batch_size: int, seq_len: int, vocab_size: int, *, pad_id: int 
 def _step_fn(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor], pad_id: int, amp_dtype: torch.dtype | None):
     src, tgt_in, tgt_out = batch
     device = src.device
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = tl.training.paper_adam(model.parameters(), lr=1e-4)
 
     def step() -> None:
         with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):

@@ -54,3 +54,18 @@ def test_small_model_learns_the_copy_task():
     scores = tl.evaluate(model, data.make_loader(test_pairs, 100, shuffle=False))
     assert history.loss[-1] < history.loss[0] / 10
     assert scores["exact_match"] >= 0.99, scores
+
+
+def test_paper_adam_uses_the_papers_betas_and_epsilon():
+    opt = tl.training.paper_adam([torch.nn.Parameter(torch.zeros(2))], lr=0.5)
+    group = opt.param_groups[0]
+    assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9 and group["lr"] == 0.5
+
+
+def test_exact_matches_cuts_after_eos_and_counts_whole_sequences():
+    eos = 2
+    outputs = [[5, 6, 2, 0, 0], [5, 6, 7, 2, 0], [5, 6], [5, 2, 9, 9, 9]]
+    references = [[5, 6, 2], [5, 6, 2], [5, 6, 2], [5, 2]]
+    assert tl.training.exact_matches(outputs, references, eos) == 2  # rows 0 and 3; row 2 never ended
+    with pytest.raises(ValueError, match="outputs, references"):
+        tl.training.exact_matches(outputs, references[:2], eos)

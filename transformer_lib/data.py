@@ -25,7 +25,7 @@ from typing import Literal
 
 import torch
 
-from .tokenization import BOS_ID, EOS_ID, PAD_ID
+from .tokenization import BOS_ID, EOS_ID, PAD_ID, pad_batch
 from .validation import check_choice, check_positive
 
 __all__ = [
@@ -309,20 +309,14 @@ class Batch:
                                    tgt_out=self.tgt_out.to(device))
 
 
-def _pad(seqs: list[list[int]], pad_id: int) -> torch.Tensor:
-    """Right-pad int lists to a ``(len(seqs), max_len)`` int64 tensor."""
-    width = max(len(s) for s in seqs)
-    return torch.tensor([s + [pad_id] * (width - len(s)) for s in seqs], dtype=torch.long)
-
-
 def collate_pairs(batch: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int = PAD_ID, bos_id: int = BOS_ID,
                   eos_id: int = EOS_ID) -> Batch:
     """Pad a list of (source ids, target ids) pairs into a :class:`Batch`, adding BOS/EOS to the target."""
     if len(batch) == 0:
         raise ValueError("batch: expected at least one (src, tgt) pair, got an empty batch")
-    src = _pad([list(s) for s, _ in batch], pad_id)  # (B, S)
-    tgt_in = _pad([[bos_id, *t] for _, t in batch], pad_id)  # (B, T)
-    tgt_out = _pad([[*t, eos_id] for _, t in batch], pad_id)  # (B, T)
+    src = pad_batch([list(s) for s, _ in batch], pad_id)  # (B, S)
+    tgt_in = pad_batch([[bos_id, *t] for _, t in batch], pad_id)  # (B, T)
+    tgt_out = pad_batch([[*t, eos_id] for _, t in batch], pad_id)  # (B, T)
     return Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out, pad_id=pad_id)
 
 

@@ -11,7 +11,6 @@ Works with :class:`~transformer_lib.models.Transformer` (``src`` = source ids, o
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 

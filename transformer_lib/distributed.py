@@ -40,6 +40,7 @@ from .checkpoints import save_checkpoint
 from .data import TASKS, collate_pairs, make_task, task_vocab_size
 from .device import seed_everything
 from .models import Transformer, TransformerConfig
+from .training import paper_adam
 from .validation import check_choice, check_positive
 
 __all__ = ["train_data_parallel", "main"]
@@ -112,7 +113,7 @@ def _train(task, steps, global_batch, lr, seed, d_model, n_heads, n_layers, d_ff
         ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     else:
         ddp = model
-    optimizer = torch.optim.Adam(ddp.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = paper_adam(ddp.parameters(), lr)
     pairs = make_task(task, steps * global_batch, min_len=min_len, max_len=max_len, n_symbols=n_symbols, seed=seed)
     rows = slice(rank * global_batch // world, (rank + 1) * global_batch // world)  # this process's shard
     losses, start = [], time.perf_counter()

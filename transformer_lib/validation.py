@@ -7,11 +7,14 @@ expected and what was given, e.g. ``mask: expected a boolean tensor (True = may 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
+from typing import Any
 
 import torch
 from torch import Tensor
 
-__all__ = ["check_tensor", "check_positive", "check_choice", "check_token_ids", "check_mask", "is_compiling"]
+__all__ = ["check_tensor", "check_positive", "check_choice", "check_token_ids", "check_mask", "is_compiling", "check_int",
+           "check_at_least", "check_str", "check_texts", "check_index"]
 
 
 def is_compiling() -> bool:
@@ -107,3 +110,45 @@ def check_mask(name: str, mask: object, shape: Sequence[int]) -> Tensor:
                 f"{tuple(shape)}"
             )
     return mask
+
+
+def check_int(name: str, value: Any) -> int:
+    """``value`` as an int; a bool or a float raises ``TypeError``."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def check_at_least(name: str, value: Any, lowest: int, why: str = "") -> None:
+    """Raise unless ``value`` is an int >= ``lowest``; ``why`` explains the bound."""
+    check_positive(name, value, allow_zero=True)
+    if value < lowest:
+        raise ValueError(f"{name}: expected an int >= {lowest}{why}, got {value!r}")
+
+
+def check_str(text: Any, name: str = "text") -> None:
+    """Raise unless ``text`` is a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: expected a str, got {type(text).__name__}")
+
+
+def check_texts(texts: Any, name: str = "texts") -> list[str]:
+    """Turn ``texts`` into a list of str, refusing a bare str and a corpus with no characters."""
+    if isinstance(texts, str):
+        raise TypeError(f"{name}: expected a list of str, got a single str {texts[:20]!r}; wrap it in a list")
+    kind = type(texts).__name__
+    texts = list(texts)
+    if not texts:
+        raise ValueError(f"{name}: expected at least one string, got an empty {kind}")
+    for i, text in enumerate(texts):
+        check_str(text, f"{name}[{i}]")
+    if not any(texts):
+        raise ValueError(f"{name}: expected at least one character, got {len(texts)} empty string(s)")
+    return texts
+
+
+def check_index(name: str, value: Any, size: int) -> int:
+    """``value`` as an int in ``[0, size)`` (a token id)."""
+    if not 0 <= check_int(name, value) < size:
+        raise ValueError(f"{name}: expected a token id in [0, {size}), got {value}")
+    return int(value)

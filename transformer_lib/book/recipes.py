@@ -35,7 +35,7 @@ from ..decoding import beam_search, greedy_decode, sample
 from ..device import get_device, seed_everything
 from ..models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
-from ..training import History, evaluate, noam_schedule, sequence_loss, train
+from ..training import History, evaluate, exact_matches, noam_schedule, paper_adam, sequence_loss, train
 from ..validation import check_choice, check_positive
 
 __all__ = ["TranslationRecipe", "TranslationData", "translation_data", "train_translation", "load_translation",
@@ -125,7 +125,7 @@ def train_translation(recipe: TranslationRecipe = TranslationRecipe(), *, device
     device = device or get_device()
     corpus = translation_data(recipe)
     model = Transformer(recipe.config(corpus.src_tokenizer.vocab_size, corpus.tgt_tokenizer.vocab_size)).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = paper_adam(model.parameters(), lr=1.0)
     # the paper's schedule (§5.3) times a factor that makes its peak, at step warmup_steps, equal to recipe.lr
     factor = recipe.lr * (recipe.d_model * recipe.warmup_steps) ** 0.5
     scheduler = noam_schedule(optimizer, recipe.d_model, recipe.warmup_steps, factor)
@@ -192,11 +192,7 @@ def compare_decoding(model: Transformer, corpus: TranslationData, methods: dict[
             rows = sample(model, src, max_new_tokens, BOS_ID, EOS_ID, generator=generator, **options).tolist()
         else:
             rows = greedy_decode(model, src, max_new_tokens, BOS_ID, EOS_ID).tolist()
-        hits = 0
-        for row, ref in zip(rows, refs):
-            out = row[1:]  # drop <bos>
-            hits += (out[: out.index(EOS_ID) + 1] if EOS_ID in out else out) == ref
-        scores[name] = hits / len(refs)
+        scores[name] = exact_matches([row[1:] for row in rows], refs, EOS_ID) / len(refs)  # row[1:]: no <bos>
     return scores
 
 

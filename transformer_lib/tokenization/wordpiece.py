@@ -31,6 +31,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .padding import pad_batch
+
 __all__ = ["basic_tokenize", "WordPieceTokenizer"]
 
 # Blocks of the "CJK Unified Ideographs" (and their compatibility forms) that BERT treats as one-character words.
@@ -201,10 +203,7 @@ class WordPieceTokenizer:
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts) or len(texts) == 0:
             raise TypeError("texts: expected a non-empty list of str")
         seqs = [self.encode(t, max_length=max_length) for t in texts]
-        T = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), T), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), T), dtype=torch.long)
-        for b, s in enumerate(seqs):
-            ids[b, : len(s)] = torch.tensor(s)
-            mask[b, : len(s)] = 1
-        return ids.to(device), mask.to(device)
+        ids = pad_batch(seqs, self.pad_id, device=device)  # (B, T)
+        lengths = torch.tensor([len(s) for s in seqs], device=ids.device)
+        mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]).long()  # (B, T)
+        return ids, mask

@@ -11,65 +11,13 @@ import datetime as _dt
 import os
 import platform
 import statistics
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
+from transformer_lib.book.timing import Timer, interleaved_times, synchronize  # one timing helper for book and benchmarks
+
 __all__ = ["Timer", "interleaved_times", "summarize", "ratio_summary", "environment", "synchronize", "format_table"]
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for queued GPU work (a no-op on the CPU), so that a clock read measures finished work."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class Timer:
-    """Wall-clock seconds of a block, synchronising the device at both ends."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-        self.seconds = float("nan")
-
-    def __enter__(self) -> "Timer":
-        synchronize(self.device)
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        synchronize(self.device)
-        self.seconds = time.perf_counter() - self._start
-
-
-def interleaved_times(
-    contenders: dict[str, Callable[[], object]],
-    *,
-    repeats: int,
-    inner: int = 1,
-    warmup: int = 1,
-    device: torch.device | str = "cpu",
-) -> dict[str, list[float]]:
-    """Seconds per call of each contender, measured in ``repeats`` interleaved rounds of ``inner`` calls.
-
-    The order of the contenders alternates between rounds (A B, B A, ...) so that neither always runs first.
-    Returns ``{name: [seconds per call, one per round]}``.
-    """
-    if repeats < 1 or inner < 1 or warmup < 0:
-        raise ValueError(f"repeats, inner: expected >= 1 and warmup >= 0, got {repeats}, {inner}, {warmup}")
-    device = torch.device(device)
-    names = list(contenders)
-    for name in names:
-        for _ in range(warmup):
-            contenders[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
-        for name in names if r % 2 == 0 else names[::-1]:
-            with Timer(device) as t:
-                for _ in range(inner):
-                    contenders[name]()
-            times[name].append(t.seconds / inner)
-    return times
 
 
 def summarize(samples: Sequence[float]) -> dict[str, float | int]:

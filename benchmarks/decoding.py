@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 import transformer_lib as tl
+from transformer_lib.tokenization import BOS_ID
 
 from .common import environment, format_table, interleaved_times, ratio_summary, summarize
 
@@ -36,7 +37,7 @@ def positions_fed(model: torch.nn.Module, src: torch.Tensor, n: int, *, use_cach
     counted = []
     hook = embed.register_forward_hook(lambda _module, args, _out: counted.append(args[0].shape[-1]))
     try:
-        tl.greedy_decode(model, src[:1], n, bos_id=1, eos_id=-1, use_cache=use_cache)
+        tl.greedy_decode(model, src[:1], n, bos_id=BOS_ID, eos_id=-1, use_cache=use_cache)
     finally:
         hook.remove()
     return sum(counted)
@@ -78,7 +79,7 @@ def decoding_benchmark(
     src = src.to(device)
 
     def run(n: int, use_cache: bool):
-        return lambda: tl.greedy_decode(model, src, n, bos_id=1, eos_id=-1, use_cache=use_cache)
+        return lambda: tl.greedy_decode(model, src, n, bos_id=BOS_ID, eos_id=-1, use_cache=use_cache)
 
     rows = []
     for n in lengths:

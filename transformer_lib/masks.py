@@ -11,12 +11,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .tokenization.vocab import PAD_ID
 from .validation import check_positive, check_tensor
 
 __all__ = ["padding_mask", "causal_mask", "combine_masks", "decoder_mask"]
 
 
-def padding_mask(ids: Tensor, pad_id: int = 0) -> Tensor:
+def padding_mask(ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
     """Keys that are real tokens (not ``pad_id``) may be attended to.
 
     Shape:
@@ -53,7 +54,7 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
     return out
 
 
-def decoder_mask(ids: Tensor, pad_id: int = 0) -> Tensor:
+def decoder_mask(ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
     """The decoder's self-attention mask: causal AND padding (a query sees earlier real tokens only).
 
     Shape:

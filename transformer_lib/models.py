@@ -22,6 +22,7 @@ from .embeddings import InputEmbedding
 from .kv_cache import DecodingState, cached_step, new_caches
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOutput
 from .masks import decoder_mask, padding_mask
+from .tokenization.vocab import PAD_ID
 from .validation import check_choice, check_positive, check_token_ids
 
 __all__ = ["TransformerConfig", "Transformer", "EncoderOnlyModel", "DecoderOnlyModel"]
@@ -50,7 +51,7 @@ class TransformerConfig:
     max_len: int = 512
     norm_first: bool = False
     activation: str = "relu"
-    pad_id: int = 0
+    pad_id: int = PAD_ID
     tie_embeddings: bool = True
     share_src_embedding: bool = False
     positional: str = "sinusoidal"

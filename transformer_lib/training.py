@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from .decoding import greedy_decode
+from .tokenization.vocab import BOS_ID, EOS_ID, PAD_ID
 from .validation import check_positive, check_tensor
 
 __all__ = ["sequence_loss", "paper_adam", "noam_lr", "noam_schedule", "History", "train", "evaluate", "token_accuracy",
@@ -33,7 +34,7 @@ def paper_adam(parameters: Iterable[torch.nn.Parameter], lr: float) -> torch.opt
     return torch.optim.Adam(parameters, lr=lr, **PAPER_ADAM)
 
 
-def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = 0, label_smoothing: float = 0.0) -> Tensor:
+def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID, label_smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy over the non-padding target positions.
 
     With ``label_smoothing = ε`` the target distribution puts 1 - ε on the right token and spreads ε uniformly over
@@ -52,7 +53,7 @@ def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = 0, label_smooth
                            label_smoothing=label_smoothing)
 
 
-def token_accuracy(logits: Tensor, targets: Tensor, pad_id: int = 0) -> tuple[int, int]:
+def token_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> tuple[int, int]:
     """(correct, counted) arg-max predictions over the non-padding positions."""
     keep = targets != pad_id
     return int(((logits.argmax(-1) == targets) & keep).sum()), int(keep.sum())
@@ -179,8 +180,8 @@ def evaluate(
     model: nn.Module,
     loader: Iterable,
     *,
-    bos_id: int = 1,
-    eos_id: int = 2,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
     max_new_tokens: int | None = None,
     decode: Callable | None = None,
 ) -> dict[str, float]:

@@ -25,9 +25,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
-from ..masks import padding_mask
 from ..kv_cache import DecodingState
+from ..masks import padding_mask
 from ..models import DecoderOnlyModel, TransformerConfig
+from ..tokenization import BOS_ID, EOS_ID
 from ..training import sequence_loss
 from ..validation import check_choice, check_positive, check_tensor
 
@@ -126,7 +127,7 @@ class PeekingDecoderOnlyModel(DecoderOnlyModel):
         return super().start_decoding(prompt, bos_id, max_new_tokens, use_cache=False)
 
 
-def copy_sequences(n: int, length: int, n_symbols: int = 10, *, bos_id: int = 1, eos_id: int = 2,
+def copy_sequences(n: int, length: int, n_symbols: int = 10, *, bos_id: int = BOS_ID, eos_id: int = EOS_ID,
                    first_symbol: int = 4, seed: int = 0) -> Tensor:
     """Sequences ``<bos> x_1 .. x_length x_1 .. x_length <eos>`` with random symbols: a language-model copy task.
 

@@ -37,6 +37,7 @@ from ..data import N_SPECIAL, recall_task
 from ..layers import Encoder, EncoderLayer
 from ..models import EncoderOnlyModel, TransformerConfig
 from ..validation import check_choice, check_positive
+from .timing import time_call  # re-exported: chapters call recurrent.time_call
 
 __all__ = [
     "RECURRENT_KINDS", "LAYER_KINDS", "make_sequence_layer", "orthogonal_rnn", "sequential_steps", "time_call",
@@ -101,32 +102,6 @@ def sequential_steps(kind: str, seq_len: int, n_layers: int = 1) -> int:
     check_positive("seq_len", seq_len)
     check_positive("n_layers", n_layers)
     return n_layers if kind == "attention" else seq_len + n_layers - 1
-
-
-def _synchronize(device: torch.device) -> None:
-    """Wait for queued GPU work, so a timer measures the computation and not just its launch."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
-def time_call(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1,
-              device: torch.device | str = "cpu") -> list[float]:
-    """Seconds taken by each of ``repeats`` calls of ``fn``, after ``warmup`` untimed calls."""
-    check_positive("repeats", repeats)
-    check_positive("warmup", warmup, allow_zero=True)
-    device = torch.device(device)
-    for _ in range(warmup):
-        fn()
-    seconds = []
-    for _ in range(repeats):
-        _synchronize(device)
-        start = time.perf_counter()
-        fn()
-        _synchronize(device)
-        seconds.append(time.perf_counter() - start)
-    return seconds
 
 
 @dataclass

@@ -1,0 +1,88 @@
+"""Timing a piece of work honestly, for the chapters and for ``benchmarks/``: synchronise the device around the
+clock, warm up first, and compare contenders interleaved (A B, B A, ...) so that a load change hits both.
+
+Wall-clock figures are shown in the book and measured in ``benchmarks/``; no test asserts one (a busy machine
+would break it): claims about speed are checked by counts, or by ratios of interleaved medians with wide margins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from ..validation import check_positive
+
+__all__ = ["synchronize", "Timer", "time_call", "interleaved_times"]
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work (a no-op on the CPU), so that a clock read measures finished work, not a launch."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+class Timer:
+    """Wall-clock seconds of a block, synchronising the device at both ends."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.seconds = float("nan")
+
+    def __enter__(self) -> "Timer":
+        synchronize(self.device)
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        synchronize(self.device)
+        self.seconds = time.perf_counter() - self._start
+
+
+def interleaved_times(
+    contenders: dict[str, Callable[[], object]],
+    *,
+    repeats: int,
+    inner: int = 1,
+    warmup: int = 1,
+    device: torch.device | str = "cpu",
+) -> dict[str, list[float]]:
+    """Seconds per call of each contender, measured in ``repeats`` interleaved rounds of ``inner`` calls.
+
+    The order of the contenders alternates between rounds (A B, B A, ...) so that neither always runs first.
+    Returns ``{name: [seconds per call, one per round]}``.
+    """
+    if repeats < 1 or inner < 1 or warmup < 0:
+        raise ValueError(f"repeats, inner: expected >= 1 and warmup >= 0, got {repeats}, {inner}, {warmup}")
+    device = torch.device(device)
+    names = list(contenders)
+    for name in names:
+        for _ in range(warmup):
+            contenders[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            with Timer(device) as t:
+                for _ in range(inner):
+                    contenders[name]()
+            times[name].append(t.seconds / inner)
+    return times
+
+
+def time_call(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1,
+              device: torch.device | str = "cpu") -> list[float]:
+    """Seconds taken by each of ``repeats`` calls of ``fn``, after ``warmup`` untimed calls."""
+    check_positive("repeats", repeats)
+    check_positive("warmup", warmup, allow_zero=True)
+    device = torch.device(device)
+    for _ in range(warmup):
+        fn()
+    seconds = []
+    for _ in range(repeats):
+        with Timer(device) as t:
+            fn()
+        seconds.append(t.seconds)
+    return seconds

@@ -15,6 +15,8 @@ on a busy machine even when the absolute times drift. The book's appendix "Perfo
 versions of these and shows the recorded results in ``benchmarks/results/``.
 """
 
+from pathlib import Path
+
 from .attention import attention_benchmark
 from .decoding import decoding_benchmark
 from .memory import memory_benchmark
@@ -22,5 +24,7 @@ from .mfu import mfu_benchmark
 from .runner import BENCHMARKS, run_all
 from .train_step import train_step_benchmark
 
-__all__ = ["run_all", "BENCHMARKS", "train_step_benchmark", "attention_benchmark", "decoding_benchmark",
+RESULTS = Path(__file__).resolve().parent / "results"  # the recorded runs (one JSON file per machine)
+
+__all__ = ["RESULTS", "run_all", "BENCHMARKS", "train_step_benchmark", "attention_benchmark", "decoding_benchmark",
            "memory_benchmark", "mfu_benchmark"]

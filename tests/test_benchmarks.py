@@ -1,17 +1,13 @@
 """The benchmark suite (``python -m benchmarks``) in tiny configurations: well-formed results, honest numbers."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is a top-level folder, not installed
-
-import transformer_lib as tl  # noqa: E402
-from benchmarks import (  # noqa: E402
+import transformer_lib as tl
+from benchmarks import (
     attention_benchmark,
     decoding_benchmark,
     memory_benchmark,

@@ -80,3 +80,15 @@ def test_bad_arguments_name_the_problem():
         train_data_parallel(task="translate", steps=1)
     with pytest.raises(ValueError, match="steps"):
         train_data_parallel(steps=0)
+
+
+def test_a_run_is_one_small_validated_config():
+    from transformer_lib.distributed import DataParallelRun
+
+    run = DataParallelRun(steps=3, n_layers=1)
+    cfg = run.config()
+    assert (cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.max_len) == (1, 1, run.max_len + 2)
+    with pytest.raises(ValueError, match="min_len, max_len"):
+        DataParallelRun(min_len=5, max_len=3)
+    with pytest.raises(TypeError, match=r"\['stpes'\] are not fields"):
+        train_data_parallel(stpes=3)

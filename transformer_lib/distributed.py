@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import time
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import torch
@@ -43,7 +44,7 @@ from .models import Transformer, TransformerConfig
 from .training import paper_adam
 from .validation import check_choice, check_positive
 
-__all__ = ["train_data_parallel", "main"]
+__all__ = ["DataParallelRun", "train_data_parallel", "main"]
 
 
 def _world() -> tuple[int, int, int]:
@@ -51,40 +52,66 @@ def _world() -> tuple[int, int, int]:
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
 
 
-def train_data_parallel(
-    *,
-    task: str = "copy",
-    steps: int = 20,
-    global_batch: int = 16,
-    lr: float = 1e-3,
-    seed: int = 0,
-    d_model: int = 32,
-    n_heads: int = 4,
-    n_layers: int = 2,
-    d_ff: int = 64,
-    dropout: float = 0.0,
-    bias: bool = True,
-    n_symbols: int = 10,
-    min_len: int = 2,
-    max_len: int = 10,
-    clip_norm: float | None = 1.0,
-    out: str | Path | None = None,
-) -> dict:
-    """Train a :class:`Transformer` on an algorithmic ``task`` with every process torchrun started (or alone).
+@dataclass(frozen=True)
+class DataParallelRun:
+    """Everything one data-parallel run depends on: the task, the model and the optimisation (the defaults are the
+    small copy-task run that ``tests/test_ddp.py`` and the performance appendix use).
 
-    Each of the W processes takes rows ``[rank·B/W, (rank+1)·B/W)`` of every global batch of ``global_batch`` = B
-    pairs (B must be divisible by W). With ``out``, each process writes its weights to ``out/rank{r}.safetensors``
-    (a :func:`save_checkpoint` file) and process 0 writes ``out/history.json``. With ``dropout > 0`` each process
-    draws its own dropout masks, so runs agree in distribution but not to the last bit.
+    ``global_batch`` counts the rows of one step over all processes together; each of the W processes takes
+    rows ``[rank·B/W, (rank+1)·B/W)``, so B must be divisible by W.
+    """
+
+    task: str = "copy"
+    steps: int = 20
+    global_batch: int = 16
+    lr: float = 1e-3
+    seed: int = 0
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.0
+    bias: bool = True
+    n_symbols: int = 10
+    min_len: int = 2
+    max_len: int = 10
+    clip_norm: float | None = 1.0
+
+    def __post_init__(self) -> None:
+        check_choice("task", self.task, TASKS)
+        for name in ("steps", "global_batch", "d_model", "n_heads", "n_layers", "d_ff", "n_symbols", "min_len",
+                     "max_len"):
+            check_positive(name, getattr(self, name))
+        if self.min_len > self.max_len:
+            raise ValueError(f"min_len, max_len: expected min_len <= max_len, got {self.min_len} and {self.max_len}")
+
+    def config(self) -> TransformerConfig:
+        """The model: an encoder-decoder with ``n_layers`` layers on each side, sized for the task."""
+        vocab = task_vocab_size(self.n_symbols)
+        return TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=self.d_model,
+                                 n_heads=self.n_heads, n_encoder_layers=self.n_layers, n_decoder_layers=self.n_layers,
+                                 d_ff=self.d_ff, dropout=self.dropout, bias=self.bias, max_len=self.max_len + 2)
+
+
+def train_data_parallel(run: DataParallelRun | None = None, *, out: str | Path | None = None, **overrides) -> dict:
+    """Train a :class:`Transformer` on ``run``'s algorithmic task with every process torchrun started (or alone).
+
+    ``overrides`` replace fields of ``run`` (default :class:`DataParallelRun`), e.g.
+    ``train_data_parallel(steps=12, lr=3e-3)``. With ``out``, each process writes its weights to
+    ``out/rank{r}.safetensors`` (a :func:`save_checkpoint` file) and process 0 writes ``out/history.json``. With
+    ``dropout > 0`` each process draws its own dropout masks, so runs agree in distribution but not to the last bit.
 
     Returns ``{"rank", "world_size", "backend", "losses" (global mean loss per step), "seconds"}``.
     """
-    check_choice("task", task, TASKS)
-    for name, value in (("steps", steps), ("global_batch", global_batch)):
-        check_positive(name, value)
+    if run is not None and not isinstance(run, DataParallelRun):
+        raise TypeError(f"run: expected a DataParallelRun, got {type(run).__name__}")
+    unknown = sorted(set(overrides) - {f.name for f in fields(DataParallelRun)})
+    if unknown:
+        raise TypeError(f"overrides: {unknown} are not fields of DataParallelRun")
+    run = replace(run or DataParallelRun(), **overrides)
     rank, world, local_rank = _world()
-    if global_batch % world:
-        raise ValueError(f"global_batch: must be divisible by the number of processes {world}, got {global_batch}")
+    if run.global_batch % world:
+        raise ValueError(f"global_batch: must be divisible by the number of processes {world}, got {run.global_batch}")
     cuda = torch.cuda.is_available()
     backend = "nccl" if cuda else "gloo"
     device = torch.device(f"cuda:{local_rank}") if cuda else torch.device("cpu")
@@ -93,32 +120,30 @@ def train_data_parallel(
             torch.cuda.set_device(device)
         dist.init_process_group(backend)
     try:
-        return _train(task, steps, global_batch, lr, seed, d_model, n_heads, n_layers, d_ff, dropout, bias,
-                      n_symbols, min_len, max_len, clip_norm, out, rank, world, device, backend if world > 1 else None)
+        return _train(run, out, rank, world, device, backend if world > 1 else None)
     finally:
         if world > 1 and dist.is_initialized():
             dist.destroy_process_group()
 
 
-def _train(task, steps, global_batch, lr, seed, d_model, n_heads, n_layers, d_ff, dropout, bias, n_symbols,
-           min_len, max_len, clip_norm, out, rank, world, device, backend) -> dict:
-    vocab = task_vocab_size(n_symbols)
-    cfg = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model, n_heads=n_heads,
-                            n_encoder_layers=n_layers, n_decoder_layers=n_layers, d_ff=d_ff, dropout=dropout,
-                            bias=bias, max_len=max_len + 2)
-    seed_everything(seed)  # the same initial weights on every process (DDP also broadcasts rank 0's at start)
+def _train(run: DataParallelRun, out: str | Path | None, rank: int, world: int, device: torch.device,
+           backend: str | None) -> dict:
+    cfg = run.config()
+    seed_everything(run.seed)  # the same initial weights on every process (DDP also broadcasts rank 0's at start)
     model = Transformer(cfg).to(device)
-    torch.manual_seed(seed + 1 + rank)  # but each process its own dropout masks
+    torch.manual_seed(run.seed + 1 + rank)  # but each process its own dropout masks
     if backend:
         ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     else:
         ddp = model
-    optimizer = paper_adam(ddp.parameters(), lr)
-    pairs = make_task(task, steps * global_batch, min_len=min_len, max_len=max_len, n_symbols=n_symbols, seed=seed)
+    optimizer = paper_adam(ddp.parameters(), run.lr)
+    global_batch = run.global_batch
+    pairs = make_task(run.task, run.steps * global_batch, min_len=run.min_len, max_len=run.max_len,
+                      n_symbols=run.n_symbols, seed=run.seed)
     rows = slice(rank * global_batch // world, (rank + 1) * global_batch // world)  # this process's shard
     losses, start = [], time.perf_counter()
     ddp.train()
-    for step in range(steps):
+    for step in range(run.steps):
         batch = collate_pairs(pairs[step * global_batch : (step + 1) * global_batch])  # the global batch, padded once
         n_tokens = batch.n_tokens  # target tokens in the whole global batch
         src, tgt_in, tgt_out = (t[rows].to(device) for t in (batch.src, batch.tgt_in, batch.tgt_out))  # (B/W, ·)
@@ -127,8 +152,8 @@ def _train(task, steps, global_batch, lr, seed, d_model, n_heads, n_layers, d_ff
         loss = summed * world / n_tokens  # DDP averages over processes; × W makes it the global per-token mean
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # DDP all-reduces the gradients here, overlapping with the backward pass
-        if clip_norm is not None:
-            nn.utils.clip_grad_norm_(ddp.parameters(), clip_norm)  # after the all-reduce: the same on every process
+        if run.clip_norm is not None:
+            nn.utils.clip_grad_norm_(ddp.parameters(), run.clip_norm)  # after the all-reduce: the same on every process
         optimizer.step()
         total = summed.detach().clone()
         if backend:
@@ -149,25 +174,26 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="python -m transformer_lib.distributed",
                                 description="Data-parallel training of a small Transformer on an algorithmic task; "
                                             "start it with torchrun --nproc_per_node N for N processes.")
-    p.add_argument("--task", default="copy", choices=TASKS)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--global-batch", type=int, default=16, help="rows per step over all processes together")
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--d-model", type=int, default=32)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--d-ff", type=int, default=64)
-    p.add_argument("--dropout", type=float, default=0.0)
+    d = DataParallelRun()  # the defaults
+    p.add_argument("--task", default=d.task, choices=TASKS)
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--global-batch", type=int, default=d.global_batch, help="rows per step over all processes together")
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--d-model", type=int, default=d.d_model)
+    p.add_argument("--heads", type=int, default=d.n_heads)
+    p.add_argument("--layers", type=int, default=d.n_layers)
+    p.add_argument("--d-ff", type=int, default=d.d_ff)
+    p.add_argument("--dropout", type=float, default=d.dropout)
     p.add_argument("--no-bias", action="store_true", help="projections and LayerNorms without biases")
-    p.add_argument("--n-symbols", type=int, default=10)
-    p.add_argument("--max-len", type=int, default=10)
+    p.add_argument("--n-symbols", type=int, default=d.n_symbols)
+    p.add_argument("--max-len", type=int, default=d.max_len)
     p.add_argument("--out", type=Path, help="folder for rank{r}.safetensors and history.json")
     a = p.parse_args(argv)
-    result = train_data_parallel(task=a.task, steps=a.steps, global_batch=a.global_batch, lr=a.lr, seed=a.seed,
-                                 d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff,
-                                 dropout=a.dropout, bias=not a.no_bias, n_symbols=a.n_symbols, max_len=a.max_len,
-                                 out=a.out)
+    run = DataParallelRun(task=a.task, steps=a.steps, global_batch=a.global_batch, lr=a.lr, seed=a.seed,
+                          d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout,
+                          bias=not a.no_bias, n_symbols=a.n_symbols, max_len=a.max_len)
+    result = train_data_parallel(run, out=a.out)
     if result["rank"] == 0:
         print(f"{result['world_size']} process(es), {len(result['losses'])} steps: loss {result['losses'][0]:.4f} -> "
               f"{result['losses'][-1]:.4f} in {result['seconds']:.1f} s")

@@ -155,19 +155,6 @@ def test_training_curves_share_a_panel_and_stretch_a_per_epoch_series() -> None:
         viz.training_curves({"note": "no curves here"})
 
 
-# ---------------------------------------------------------------------------------------------- diagrams
-def test_block_diagram_draws_boxes_arrows_and_labels() -> None:
-    boxes = [viz.Box("a", "input", 0, 0), viz.Box("b", "layer\nnorm", 0, 1), viz.Box("c", "side", 3, 1)]
-    fig = viz.block_diagram(boxes, [("a", "b"), ("b", "c", "keys")])
-    assert len(fig.layout.shapes) == 3
-    texts = [a.text for a in fig.layout.annotations]
-    assert "layer<br>norm" in texts and "keys" in texts
-    arrows = [a for a in fig.layout.annotations if a.showarrow]
-    assert [(a.ax, a.ay, a.x, a.y) for a in arrows] == [(0, 0.3, 0, 0.7), (1.0, 1, 2.0, 1)]
-    with pytest.raises(ValueError, match="arrows: expected"):
-        viz.block_diagram(boxes, [("a", "missing")])
-
-
 # -------------------------------------------------------------------------------------------- matplotlib
 @pytest.mark.parametrize("make, n_axes", [
     (lambda: viz.attention_heatmap(_weights(3, 3), list("abc"), list("abc"), backend="matplotlib"), 2),

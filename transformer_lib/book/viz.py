@@ -1,4 +1,4 @@
-"""Figures every chapter draws, in one colour scheme, and the plumbing that shows them live and on the website.
+"""Figures every chapter draws, in one colour scheme: heatmaps of attention, masks and encodings, and curves.
 
 Each helper takes ``backend="plotly"`` (interactive: hover, zoom, sliders; the default) or ``"matplotlib"``
 (a static :class:`matplotlib.figure.Figure`) and returns the figure; a notebook shows it when it is the last
@@ -6,75 +6,28 @@ expression of a cell, or with ``fig.show()``. Arrays may be torch tensors (on an
 
 Shape legend: ``Tq`` query length, ``Tk`` key length, ``L`` layers, ``H`` heads, ``T`` positions, ``C`` d_model.
 
-How a plotly figure reaches the reader (set up once, when this module is imported; ``import transformer_lib``
-alone loads no plotly): in a live notebook the figure is sent as plotly's own MIME type, which JupyterLab,
-Notebook 7 and VS Code draw with the plotly.js they bundle (Colab keeps plotly's ``"colab"`` renderer); on the
-website :mod:`transformer_lib.book.site` draws that MIME type with the site's one shared ``plotly.min.js``.
+The colours, the plotly template and renderer and the input checks are in :mod:`.style`; the architecture
+diagrams in :mod:`.diagrams` (re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 import torch
+
+from .diagrams import Box, block_diagram  # re-exported: the chapters draw everything through viz
+from .style import BLOCKED, COLORS, DIVERGING, SEQUENTIAL, as_array, axis_labels, check_backend, mpl_figure
 
 __all__ = [
     "COLORS", "SEQUENTIAL", "DIVERGING", "Box",
     "heatmap", "attention_heatmap", "cross_attention_heatmap", "mask_heatmap", "attention_grid",
     "positional_encoding_heatmap", "line_plot", "training_curves", "block_diagram",
 ]
-
-COLORS = ("#2f6db5", "#e07b39", "#3a9e6a", "#b5403a", "#7a5ab5", "#8c8c8c")  # lines, bars, boxes
-SEQUENTIAL = "Blues"  # values in [0, 1] such as attention weights; the same name exists in matplotlib
-DIVERGING = "RdBu"  # signed values centred at 0, such as positional encodings
-_BLOCKED = "#e6e6e6"  # mask cells that may not be attended to
-_TEMPLATE = "transformer_book"
-
-
-# ----------------------------------------------------------------------------------------------- input checks
-def _as_array(name: str, x: Any, ndim: int) -> np.ndarray:
-    """A float NumPy copy of ``x`` (tensor on any device, array or nested list) with exactly ``ndim`` dims."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach().to(device="cpu", dtype=torch.float32).numpy()
-    arr = np.asarray(x, dtype=float)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {tuple(arr.shape)}")
-    return arr
-
-
-def _labels(name: str, labels: Sequence[Any] | None, n: int) -> list[str]:
-    """Axis labels as strings; positions ``0..n-1`` when ``labels`` is None."""
-    if labels is None:
-        return [str(i) for i in range(n)]
-    labels = [str(t) for t in labels]
-    if len(labels) != n:
-        raise ValueError(f"{name}: expected {n} labels to match the data, got {len(labels)}")
-    return labels
-
-
-def _check_backend(backend: str) -> None:
-    if backend not in ("plotly", "matplotlib"):
-        raise ValueError(f"backend: expected 'plotly' or 'matplotlib', got {backend!r}")
-
-
-def _mpl_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0, 4.5)):
-    """A matplotlib Figure outside pyplot, so a notebook shows it once (as the cell's value), not twice."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax in axes.flat:
-        ax.set_prop_cycle(color=list(COLORS))
-    return fig, axes
-
 
 # --------------------------------------------------------------------------------------------------- heatmaps
 def _heatmap_trace(z, x_labels, y_labels, colorscale, zmin, zmax, zmid, *, text=None,
@@ -130,14 +83,14 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
     Shape:
         z: (rows, cols)
     """
-    _check_backend(backend)
-    z = _as_array("z", z, 2)
-    xl, yl = _labels("x_labels", x_labels, z.shape[1]), _labels("y_labels", y_labels, z.shape[0])
+    check_backend(backend)
+    z = as_array("z", z, 2)
+    xl, yl = axis_labels("x_labels", x_labels, z.shape[1]), axis_labels("y_labels", y_labels, z.shape[0])
     if diverging and zmin is None and zmax is None:
         zmax = float(np.abs(z).max()) or 1.0
         zmin = -zmax
     if backend == "matplotlib":
-        fig, axes = _mpl_figure(size=(1.2 + 0.45 * len(xl), 1.2 + 0.4 * len(yl)) if len(xl) <= 24 else (7, 5))
+        fig, axes = mpl_figure(size=(1.2 + 0.45 * len(xl), 1.2 + 0.4 * len(yl)) if len(xl) <= 24 else (7, 5))
         image = _mpl_heatmap(axes[0, 0], z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
                              x_title, y_title, annotate=show_values)
         fig.colorbar(image, ax=axes[0, 0])
@@ -158,8 +111,8 @@ def attention_heatmap(weights: Any, query_tokens: Sequence[Any] | None = None,
     Shape:
         weights: (Tq, Tk), rows sum to 1
     """
-    w = _as_array("weights", weights, 2)
-    query_tokens, key_tokens = _labels("query_tokens", query_tokens, w.shape[0]), _labels("key_tokens", key_tokens,
+    w = as_array("weights", weights, 2)
+    query_tokens, key_tokens = axis_labels("query_tokens", query_tokens, w.shape[0]), axis_labels("key_tokens", key_tokens,
                                                                                           w.shape[1])
     return heatmap(w, key_tokens, query_tokens, title=title, x_title="key (attended to)",
                    y_title="query (attending)", zmin=0.0, zmax=1.0, show_values=show_values,
@@ -173,7 +126,7 @@ def cross_attention_heatmap(weights: Any, src_tokens: Sequence[Any], tgt_tokens:
     Shape:
         weights: (T, S) with T = len(tgt_tokens) rows and S = len(src_tokens) columns
     """
-    w = _as_array("weights", weights, 2)
+    w = as_array("weights", weights, 2)
     if w.shape != (len(tgt_tokens), len(src_tokens)):
         hint = " (transposed? rows are target tokens)" if w.shape == (len(src_tokens), len(tgt_tokens)) else ""
         raise ValueError(f"weights: expected shape (len(tgt_tokens), len(src_tokens)) = "
@@ -191,7 +144,7 @@ def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[An
         mask: bool, anything that broadcasts to (Tq, Tk) after dropping leading size-1 dims, e.g. the
         (1, 1, 1, S) of ``padding_mask`` for one sequence or the (T, T) of ``causal_mask``.
     """
-    _check_backend(backend)
+    check_backend(backend)
     m = mask.detach().to("cpu").numpy() if isinstance(mask, torch.Tensor) else np.asarray(mask)
     while m.ndim > 2 and m.shape[0] == 1:
         m = m[0]
@@ -201,16 +154,16 @@ def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[An
     except ValueError:
         raise ValueError(f"mask: expected a shape that broadcasts to (len(query_tokens), len(key_tokens)) = "
                          f"{shape}, got {tuple(np.shape(mask))}") from None
-    xl, yl = _labels("key_tokens", key_tokens, shape[1]), _labels("query_tokens", query_tokens, shape[0])
+    xl, yl = axis_labels("key_tokens", key_tokens, shape[1]), axis_labels("query_tokens", query_tokens, shape[0])
     if backend == "matplotlib":
         from matplotlib.colors import ListedColormap
 
-        fig, axes = _mpl_figure(size=(1.2 + 0.45 * len(xl), 1.0 + 0.4 * len(yl)))
-        _mpl_heatmap(axes[0, 0], m.astype(float), xl, yl, ListedColormap([_BLOCKED, COLORS[0]]), 0, 1,
+        fig, axes = mpl_figure(size=(1.2 + 0.45 * len(xl), 1.0 + 0.4 * len(yl)))
+        _mpl_heatmap(axes[0, 0], m.astype(float), xl, yl, ListedColormap([BLOCKED, COLORS[0]]), 0, 1,
                      "key", "query")
         axes[0, 0].set_title(title or "")
         return fig
-    fig = go.Figure(_heatmap_trace(m.astype(int), xl, yl, [[0, _BLOCKED], [1, COLORS[0]]], 0, 1, None,
+    fig = go.Figure(_heatmap_trace(m.astype(int), xl, yl, [[0, BLOCKED], [1, COLORS[0]]], 0, 1, None,
                                    text=np.where(m, "✓", ""), names=("query", "key"),
                                    showscale=False, xgap=2, ygap=2))
     _label_axes(fig, xl, yl, "key", "query", title, square=True)
@@ -227,12 +180,12 @@ def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
     Shape:
         weights: (L, H, Tq, Tk); one layer's (H, Tq, Tk) fits as ``weights[None]``
     """
-    _check_backend(backend)
-    w = _as_array("weights", weights, 4)
+    check_backend(backend)
+    w = as_array("weights", weights, 4)
     n_layers, n_heads, tq, tk = w.shape
-    xl, yl = _labels("key_tokens", key_tokens, tk), _labels("query_tokens", query_tokens, tq)
+    xl, yl = axis_labels("key_tokens", key_tokens, tk), axis_labels("query_tokens", query_tokens, tq)
     if backend == "matplotlib":
-        fig, axes = _mpl_figure(n_layers, n_heads, size=(2.4 * n_heads + 1, 2.2 * n_layers + 0.6))
+        fig, axes = mpl_figure(n_layers, n_heads, size=(2.4 * n_heads + 1, 2.2 * n_layers + 0.6))
         for (layer, head), ax in np.ndenumerate(axes):
             _mpl_heatmap(ax, w[layer, head], xl, yl, SEQUENTIAL, 0, 1, None, None)
             ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=9)
@@ -272,7 +225,7 @@ def positional_encoding_heatmap(pe: Any, title: str | None = "Positional encodin
     Shape:
         pe: (T, C)
     """
-    pe = _as_array("pe", pe, 2)
+    pe = as_array("pe", pe, 2)
     return heatmap(pe, None, None, title=title, x_title="dimension i", y_title="position pos",
                    diverging=True, backend=backend)
 
@@ -286,16 +239,16 @@ def line_plot(x: Any, ys: Mapping[str, Any], *, title: str | None = None, x_titl
     Shape:
         x: (N,); every value in ys: (N,)
     """
-    _check_backend(backend)
-    x = _as_array("x", x, 1)
+    check_backend(backend)
+    x = as_array("x", x, 1)
     if not ys:
         raise ValueError("ys: expected at least one named series, got an empty mapping")
-    series = {name: _as_array(f"ys[{name!r}]", y, 1) for name, y in ys.items()}
+    series = {name: as_array(f"ys[{name!r}]", y, 1) for name, y in ys.items()}
     for name, y in series.items():
         if len(y) != len(x):
             raise ValueError(f"ys[{name!r}]: expected {len(x)} values to match x, got {len(y)}")
     if backend == "matplotlib":
-        fig, axes = _mpl_figure()
+        fig, axes = mpl_figure()
         ax = axes[0, 0]
         for name, y in series.items():
             ax.plot(x, y, marker="o" if markers else None, label=name)
@@ -318,7 +271,7 @@ def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: s
     ``train_loss`` and ``val_loss`` share the "loss" panel while ``lr`` gets its own). A shorter series (say,
     once per epoch) is stretched over the longest, so that its points line up with the training steps.
     """
-    _check_backend(backend)
+    check_backend(backend)
     if isinstance(history, Mapping):
         source = history
     else:
@@ -338,7 +291,7 @@ def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: s
         return np.arange(1, len(source[k]) + 1) * longest / len(source[k])
 
     if backend == "matplotlib":
-        fig, axes = _mpl_figure(len(panels), 1, size=(6.5, 2.4 * len(panels) + 0.6))
+        fig, axes = mpl_figure(len(panels), 1, size=(6.5, 2.4 * len(panels) + 0.6))
         for ax, (quantity, members) in zip(axes[:, 0], panels.items()):
             for i, k in enumerate(members):
                 ax.plot(xs(k), source[k], label=k, color=COLORS[names.index(k) % len(COLORS)])
@@ -359,99 +312,3 @@ def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: s
     fig.update_xaxes(title_text=x_title, row=len(panels), col=1)
     fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")
     return fig
-
-
-# ---------------------------------------------------------------------------------------------- block diagram
-@dataclass(frozen=True)
-class Box:
-    """One labelled box of a :func:`block_diagram`, centred at (x, y) in diagram units.
-
-    A newline in ``label`` starts a new line of text.
-    """
-
-    name: str
-    label: str
-    x: float
-    y: float
-    width: float = 2.0
-    height: float = 0.6
-    color: str = COLORS[0]
-
-
-def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...]] = (), *, title: str | None = None,
-                  height: int = 560, backend: str = "plotly"):
-    """Boxes joined by arrows: an architecture drawn by code, no image file.
-
-    An arrow is ``(from_name, to_name)`` or ``(from_name, to_name, label)``; it runs from the top edge of one
-    box to the bottom edge of the other, or side to side when the boxes share a row.
-    """
-    _check_backend(backend)
-    by_name = {b.name: b for b in boxes}
-    if len(by_name) != len(boxes):
-        raise ValueError("boxes: every Box needs a unique name")
-    for arrow in arrows:
-        if len(arrow) not in (2, 3) or arrow[0] not in by_name or arrow[1] not in by_name:
-            raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(by_name)}, "
-                             f"got {arrow!r}")
-
-    def ends(a: Box, b: Box) -> tuple[float, float, float, float]:
-        if abs(a.y - b.y) < 1e-9:  # same row: side to side
-            sign = 1 if b.x > a.x else -1
-            return a.x + sign * a.width / 2, a.y, b.x - sign * b.width / 2, b.y
-        sign = 1 if b.y > a.y else -1
-        return a.x, a.y + sign * a.height / 2, b.x, b.y - sign * b.height / 2
-
-    segments = [(*ends(by_name[a[0]], by_name[a[1]]), a[2] if len(a) == 3 else "") for a in arrows]
-    xs = [v for b in boxes for v in (b.x - b.width / 2, b.x + b.width / 2)]
-    ys = [v for b in boxes for v in (b.y - b.height / 2, b.y + b.height / 2)]
-    if backend == "matplotlib":
-        from matplotlib.patches import FancyBboxPatch
-
-        fig, axes = _mpl_figure(size=(7, height / 80))
-        ax = axes[0, 0]
-        for b in boxes:
-            ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height / 2), b.width, b.height,
-                                        boxstyle="round,pad=0.02", facecolor=b.color, alpha=0.25,
-                                        edgecolor=b.color))
-            ax.text(b.x, b.y, b.label, ha="center", va="center", fontsize=8)
-        for x0, y0, x1, y1, label in segments:
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", color="#555555"))
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.1, label, ha="center", va="bottom", fontsize=8)
-        ax.set(xlim=(min(xs) - 0.2, max(xs) + 0.2), ylim=(min(ys) - 0.2, max(ys) + 0.2), title=title or "")
-        ax.axis("off")
-        return fig
-    fig = go.Figure()
-    for b in boxes:
-        fig.add_shape(type="rect", x0=b.x - b.width / 2, x1=b.x + b.width / 2, y0=b.y - b.height / 2,
-                      y1=b.y + b.height / 2, line=dict(color=b.color), fillcolor=b.color, opacity=0.25)
-        fig.add_annotation(x=b.x, y=b.y, text=b.label.replace("\n", "<br>"), showarrow=False, font=dict(size=12))
-    for x0, y0, x1, y1, label in segments:
-        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
-                           showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#555555")
-        if label:
-            fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False, yshift=12,
-                               font=dict(size=11, color="#555555"))
-    fig.update_xaxes(visible=False, range=[min(xs) - 0.2, max(xs) + 0.2])
-    fig.update_yaxes(visible=False, range=[min(ys) - 0.2, max(ys) + 0.2])
-    fig.update_layout(title=title, height=height, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10))
-    return fig
-
-
-# ------------------------------------------------------------------------------- showing figures, live and web
-def _configure_plotly() -> None:
-    """Register the book's template and pick a renderer that neither inlines nor downloads plotly.js."""
-    pio.templates[_TEMPLATE] = go.layout.Template(layout=dict(
-        colorway=list(COLORS), font=dict(size=13), margin=dict(l=60, r=20, t=60, b=50),
-        colorscale=dict(sequential=SEQUENTIAL, diverging=DIVERGING)))
-    pio.templates.default = f"plotly_white+{_TEMPLATE}"
-    if os.environ.get("PLOTLY_RENDERER"):
-        return  # the reader's explicit choice wins
-    if "IPython" not in sys.modules:
-        return  # plain Python (scripts, tests): nothing is shown, and reading the renderer costs ~1 s of imports
-    # plotly picks "plotly_mimetype" inside Jupyter kernels (>= 6.1) but may add "notebook", which pastes the
-    # 4.8 MB plotly.js into the first output. Platforms plotly recognises (colab, vscode, ...) keep theirs.
-    if pio.renderers.default and "notebook" in pio.renderers.default.split("+"):
-        pio.renderers.default = "plotly_mimetype"
-
-
-_configure_plotly()

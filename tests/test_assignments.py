@@ -195,3 +195,12 @@ def test_teacher_book_puts_the_solutions_in_place(tmp_path):
         A.build_teacher_book(dest, root)
     with pytest.raises(ValueError, match="outside the repository"):
         A.build_teacher_book(root / "inside", root)
+
+
+def test_the_installed_package_finds_the_repository_from_the_current_folder_not_its_own_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no assignments/ here
+    with pytest.raises(FileNotFoundError, match=f"root: no solution notebooks .* under {tmp_path}"):
+        A.main(["--check"])
+    monkeypatch.chdir(ROOT)
+    assert A.main(["--check"]) == 0
+    assert "parents[2]" not in Path(A.__file__).read_text()

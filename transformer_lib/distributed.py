@@ -16,7 +16,7 @@ optimiser step, so the copies stay identical.
 One detail makes the result equal to one process training on the whole global batch: the loss. The per-token
 mean over a *shard* would weight a short shard's tokens more than the global mean does, so each process divides
 its summed token loss by the number of target tokens in the *global* batch and multiplies by the number of
-processes (undoing DDP's averaging). ``tests/test_ddp.py`` checks the weights agree to 1e-6, except the bias of
+processes (undoing DDP's averaging). ``tests/test_distributed.py`` checks the weights agree to 1e-6, except the bias of
 W^K: softmax ignores it, so its true gradient is zero and Adam amplifies the rounding noise it gets instead.
 
 Shape legend: ``B`` global batch, ``W`` world size (number of processes), ``B / W`` rows per process.
@@ -55,7 +55,7 @@ def _world() -> tuple[int, int, int]:
 @dataclass(frozen=True)
 class DataParallelRun:
     """Everything one data-parallel run depends on: the task, the model and the optimisation (the defaults are the
-    small copy-task run that ``tests/test_ddp.py`` and the performance appendix use).
+    small copy-task run that ``tests/test_distributed.py`` and the performance appendix use).
 
     ``global_batch`` counts the rows of one step over all processes together; each of the W processes takes
     rows ``[rank·B/W, (rank+1)·B/W)``, so B must be divisible by W.

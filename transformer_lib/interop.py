@@ -2,7 +2,7 @@
 
 The only module that knows ``torch.nn``'s attribute names (``in_proj_weight``, ``linear1``, ``norm1``,
 ``multihead_attn``...), so that :mod:`.attention` and :mod:`.layers` read like the paper. Each converted module
-gives the same outputs as the original (``tests/test_parity.py``: 1e-5 in float32), in train or eval mode as the
+gives the same outputs as the original (``tests/test_interop.py``: 1e-5 in float32), in train or eval mode as the
 original was, on its device and in its dtype.
 
 * :func:`from_torch` — any of the five below, chosen by the module's type.

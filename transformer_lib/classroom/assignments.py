@@ -36,7 +36,6 @@ __all__ = ["Exercise", "Assignment", "ASSIGNMENTS", "get_assignment", "student_s
            "generate", "notebook_namespace", "build_teacher_book", "main"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ def _clean(nb: Any) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def generate(root: Path = REPO_ROOT, *, check_only: bool = False) -> list[Path]:
+def generate(root: str | Path, *, check_only: bool = False) -> list[Path]:
     """Write ``book/assignments/NN.ipynb`` for every ``assignments/NN.ipynb`` under ``root``.
 
     Returns the student notebooks that were (with ``check_only``: that would be) created or changed.
@@ -214,7 +213,7 @@ _NOT_COPIED = (".git", ".venv", "venv", "_build", "__pycache__", ".pytest_cache"
                "node_modules", "*.egg-info", ".jupyter_cache")
 
 
-def build_teacher_book(dest: str | Path, root: Path = REPO_ROOT, *, build: bool = False) -> Path:
+def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = False) -> Path:
     """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks in place of the student
     ones; with ``build`` also run ``jupyter-book build dest``. Returns ``dest``.
 
@@ -238,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m transformer_lib.classroom.assignments",
         description="Generate the student notebooks book/assignments/NN.ipynb from the solutions in "
                     "assignments/, or build a teacher's copy of the book with the solutions.")
-    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root (default: %(default)s)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(),
+                        help="the book's repository, holding assignments/ and book/ (default: the current folder)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit with status 1 if a student notebook is out of date")
     parser.add_argument("--teacher-book", type=Path, metavar="DIR",

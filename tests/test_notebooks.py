@@ -115,6 +115,8 @@ def test_check_cells_assert_and_are_hidden(path: Path) -> None:
             problems.append(f"cell {i} has no assert")
         if not HIDING_TAGS & set(cell.metadata.get("tags", [])):
             problems.append(f"cell {i} lacks the hide-cell (or remove-cell) tag")
+        if path in CHAPTERS and "check" not in cell.metadata.get("mystnb", {}).get("code_prompt_show", "").lower():
+            problems.append(f"cell {i}: its toggle on the site must say it is a check (metadata mystnb.code_prompt_show)")
     assert not problems, problems
 
 
@@ -138,3 +140,34 @@ def test_toc_lists_existing_pages_and_every_chapter() -> None:
     assert not missing, f"_toc.yml lists pages that do not exist: {missing}"
     unlisted = [p for p in _ids(CHAPTERS) if p.removesuffix(".ipynb") not in listed]
     assert not unlisted, f"chapter notebooks missing from _toc.yml (they would not be built): {unlisted}"
+
+
+def _math_continuation_lines(markdown: str) -> list[str]:
+    """Lines that start inside an open ``$…$`` or ``$$…$$`` with ``+``, ``-`` or ``*``: Markdown reads such a line
+    as a list item and breaks the formula (seen on the site as "$1 + 2 + \\dots" and a stray bullet)."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)  # fenced code
+    text = re.sub(r"`[^`\n]*`", "", text)  # inline code
+    text = text.replace(r"\$", "")  # an escaped dollar is not math
+    found, open_math = [], False
+    for line in text.split("\n"):
+        if open_math and re.match(r"\s*[-+*](\s|$)", line):
+            found.append(line.strip())
+        for token in re.findall(r"\$\$|\$", line):
+            open_math = not open_math if token == "$" or not open_math else False
+    return found
+
+
+SOURCES = NOTEBOOKS + sorted((ROOT / "assignments").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_no_formula_line_starts_like_a_list_item(path: Path) -> None:
+    problems = [f"cell {i}: {line!r}" for i, cell in enumerate(_read(path).cells) if cell.cell_type == "markdown"
+                for line in _math_continuation_lines(cell.source)]
+    assert not problems, f"{problems}: join the line to the one before, or break it before another symbol"
+
+
+def test_the_formula_lint_finds_a_broken_formula() -> None:
+    assert _math_continuation_lines("cost $1 + 2 + \\dots\n+ n$ positions") == ["+ n$ positions"]
+    assert _math_continuation_lines("$$\na\n- b\n$$") == ["- b"]
+    assert _math_continuation_lines("$a$ and\n- a list item, $b$\n* another `$x`") == []

@@ -36,7 +36,7 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
 
 def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None:
     handlers = {}
-    app = SimpleNamespace(connect=lambda event, fn: handlers.setdefault(event, fn),
+    app = SimpleNamespace(connect=lambda event, fn, priority=500: handlers.setdefault(event, fn),
                           builder=SimpleNamespace(format="html"), outdir=str(tmp_path))
     meta = site.setup(app)
     assert meta["parallel_read_safe"]
@@ -46,6 +46,9 @@ def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None
     failed = tmp_path / "failed"
     handlers["build-finished"](SimpleNamespace(builder=app.builder, outdir=str(failed)), RuntimeError("x"))
     assert not failed.exists()  # nothing is copied when the build failed
+    context = {"script_files": ["a.js", "b.js", "a.js"]}
+    handlers["html-page-context"](app, "page", "page.html", context, None)
+    assert context["script_files"] == ["a.js", "b.js"]  # every page's scripts, each once
 
 
 def test_importing_the_core_library_loads_no_plotting_or_jupyter_module() -> None:
@@ -58,3 +61,16 @@ def test_importing_the_core_library_loads_no_plotting_or_jupyter_module() -> Non
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import transformer_lib loaded {out}; only transformer_lib.book may import them"
+
+
+def test_unique_scripts_drops_repeated_inline_and_file_scripts():
+    from sphinx.builders.html._assets import _JavaScript
+
+    from transformer_lib.book.site import unique_scripts
+
+    thebe = 'const THEBE_JS_URL = "x"'
+    scripts = [_JavaScript(None, body=thebe), _JavaScript("a.js"), _JavaScript(None, body=thebe, priority=800),
+               _JavaScript("a.js"), _JavaScript(None, body="var other = 1")]
+    kept = unique_scripts(scripts)
+    assert [(js.filename, js.attributes.get("body")) for js in kept] == [(None, thebe), ("a.js", None),
+                                                                         (None, "var other = 1")]

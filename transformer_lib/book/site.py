@@ -6,7 +6,8 @@ the build-time plumbing, kept apart so that Sphinx loads it without plotly's Pyt
 * :class:`PlotlyMystNbRenderer` (a myst-nb plugin, registered in ``pyproject.toml``) turns plotly's MIME type
   into a ``<div>`` plus a call to ``Plotly.newPlot``.
 * :func:`setup` (listed in ``_config.yml`` under ``sphinx.extra_extensions``) copies ``plotly.min.js`` from
-  the installed plotly package into the site once, so no page inlines it and nothing is fetched.
+  the installed plotly package into the site once, so no page inlines it and nothing is fetched, and drops
+  repeated inline scripts from every page (:func:`unique_scripts`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,22 @@ class PlotlyMystNbRenderer:
         return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
 
 
+def unique_scripts(scripts: list) -> list:
+    """``scripts`` without repeats of the same file or inline body with the same attributes (first one kept).
+
+    Under Jupyter Book 1 every page carried the inline configuration scripts of sphinx-thebe
+    (``const THEBE_JS_URL = ...``) and sphinx-togglebutton twice, as two identical ``<script>`` tags; the second
+    ``const`` declaration is a SyntaxError that every page logged in the browser console.
+    """
+    seen, kept = set(), []
+    for js in scripts:
+        key = (str(getattr(js, "filename", js)), tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    return kept
+
+
 def setup(app: Any) -> dict[str, Any]:
     """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
 
@@ -71,5 +88,10 @@ def setup(app: Any) -> dict[str, Any]:
             static.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, static / "plotly.min.js")
 
+    def drop_repeated_scripts(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+        if "script_files" in context:
+            context["script_files"] = unique_scripts(context["script_files"])
+
     app.connect("build-finished", copy_plotly_js)
+    app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the extensions that add scripts
     return {"parallel_read_safe": True, "parallel_write_safe": True}

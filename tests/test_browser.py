@@ -30,12 +30,9 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--disable-sync", "--no-first-run"]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Console errors that are not the site's fault. Each entry says why it is harmless; keep the list short.
-KNOWN_HARMLESS: list[re.Pattern] = [
-    # sphinx-thebe (always loaded by Jupyter Book 1) registers an inline config script that Sphinx 7.4 then
-    # emits twice (it re-adds registry scripts under the filename '' next to the original None); the second
-    # copy fails to redeclare its constants. Thebe is off (launch_buttons.thebe: false), so nothing uses them.
-    re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
-]
+# (Empty: the duplicate THEBE_JS_URL declaration that every page logged is removed at build time by
+# transformer_lib.book.site.unique_scripts.)
+KNOWN_HARMLESS: list[re.Pattern] = []
 DRAWN_TIMEOUT_MS = 30_000
 
 

@@ -69,7 +69,7 @@ def test_unique_scripts_drops_repeated_inline_and_file_scripts():
     from transformer_lib.book.site import unique_scripts
 
     thebe = 'const THEBE_JS_URL = "x"'
-    scripts = [_JavaScript(None, body=thebe), _JavaScript("a.js"), _JavaScript(None, body=thebe, priority=800),
+    scripts = [_JavaScript(None, body=thebe), _JavaScript("a.js"), _JavaScript("", body=thebe, priority=800),
                _JavaScript("a.js"), _JavaScript(None, body="var other = 1")]
     kept = unique_scripts(scripts)
     assert [(js.filename, js.attributes.get("body")) for js in kept] == [(None, thebe), ("a.js", None),

@@ -58,12 +58,13 @@ def unique_scripts(scripts: list) -> list:
     """``scripts`` without repeats of the same file or inline body with the same attributes (first one kept).
 
     Under Jupyter Book 1 every page carried the inline configuration scripts of sphinx-thebe
-    (``const THEBE_JS_URL = ...``) and sphinx-togglebutton twice, as two identical ``<script>`` tags; the second
-    ``const`` declaration is a SyntaxError that every page logged in the browser console.
+    (``const THEBE_JS_URL = ...``) and sphinx-togglebutton twice: Sphinx holds each once with the file name
+    ``None`` (as the extension added it) and once with ``""`` (re-read from its registry), and does not see the
+    two as equal. The second ``const`` declaration is a SyntaxError that every page logged in the console.
     """
     seen, kept = set(), []
     for js in scripts:
-        key = (str(getattr(js, "filename", js)), tuple(sorted(getattr(js, "attributes", {}).items())))
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted(getattr(js, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             kept.append(js)

@@ -54,10 +54,29 @@ def toc_notebooks(toc: Path = ROOT / "_toc.yml") -> list[Path]:
     return [ROOT / f"{name}.ipynb" for name in found if (ROOT / f"{name}.ipynb").is_file()]
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_unused_widget_state(notebook: nbformat.NotebookNode) -> bool:
+    """Remove the saved ipywidgets state when no output the website shows holds a widget view.
+
+    A live control's output is removed from the site (tag ``remove-output``: it cannot recompute without a
+    kernel), but the state of its widgets, saved outputs included, would still be embedded in the page: 85 KB
+    of chapter 3's page. Returns whether the state was dropped.
+    """
+    hidden = {"remove-output", "remove-cell"}
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and not hidden & set(cell.metadata.get("tags", [])):
+            if any(WIDGET_VIEW in output.get("data", {}) for output in cell.get("outputs", [])):
+                return False
+    return notebook.metadata.pop("widgets", None) is not None
+
+
 def _execute(path: Path, timeout: int) -> tuple[Path, nbformat.NotebookNode, float, str | None]:
     notebook = nbformat.read(path, as_version=4)
     result = single_nb_execution(notebook, cwd=str(path.parent), allow_errors=False, timeout=timeout,
                                  meta_override=True, kernel_manager_class=SlicedPollKernelManager)
+    drop_unused_widget_state(notebook)
     return path, notebook, result.time, (result.exc_string if result.err is not None else None)
 
 

@@ -213,3 +213,54 @@ def test_pages_stay_under_the_weight_budget() -> None:
     heavy = {p.relative_to(SITE).as_posix(): p.stat().st_size // 1024 for p in pages
              if p.stat().st_size > PAGE_BUDGET_KB * 1024}
     assert not heavy, f"pages over {PAGE_BUDGET_KB} KB: {heavy}"
+
+
+# The pages whose kernel-free twins of live controls are checked below (transformer_lib.book.controls).
+TWIN_PAGES = ["book/intro.html", "book/01_why_not_rnn.html", "book/02_tokens_and_embeddings.html",
+              "book/03_positional_encoding.html", "book/04_attention.html", "book/05_masks.html",
+              "book/06_multi_head_attention.html", "book/07_cross_attention_and_decoding.html"]
+SWITCHABLE = ("() => [...document.querySelectorAll('.js-plotly-plot')].filter(d => d.layout &&"
+              " ((d.layout.sliders || []).length || (d.layout.updatemenus || []).length))")
+
+
+@pytest.mark.parametrize("name", TWIN_PAGES)
+def test_every_control_on_the_page_changes_what_is_drawn(name: str, browser, site_url: str) -> None:
+    """Each HTML twin's menus and each plotly figure's slider or menu, moved in the page with no kernel, shows a
+    different view; and no ipywidgets control (dead without a kernel) is left on the page."""
+    if not (SITE / name).exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    visit = Visit(browser, site_url + name)
+    page = visit.page
+    try:
+        assert page.locator(".widget-slider, .widget-dropdown, .widget-text, .widget-toggle-buttons").count() == 0
+        twins = page.locator(".tl-precomputed")
+        for i in range(twins.count()):
+            root = twins.nth(i)
+            for j in range(root.locator("select").count()):
+                menu = root.locator("select").nth(j)
+                before = root.locator("[data-view]:not([hidden])").inner_html()
+                seen = set()
+                for option in menu.locator("option").all_inner_texts():  # two settings may look alike; not all
+                    menu.select_option(option)
+                    assert root.locator("[data-view]:not([hidden])").count() == 1, f"{name}: twin {i}, {option}"
+                    seen.add(root.locator("[data-view]:not([hidden])").inner_html())
+                assert len(seen) > 1 and before in seen, f"{name}: twin {i}, menu {j} changes nothing"
+        page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                               ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
+        n = page.evaluate(f"() => ({SWITCHABLE})().length")
+        for k in range(n):
+            # press the control's last step (or menu entry) as plotly does, then read what is drawn
+            changed = page.evaluate(f"""async () => {{
+                const gd = ({SWITCHABLE})()[{k}];
+                const control = (gd.layout.sliders || [])[0] || gd.layout.updatemenus[0];
+                const steps = control.steps || control.buttons;
+                const shown = () => gd.data.map(t => t.visible !== false && t.visible !== 'legendonly').join();
+                const before = shown() + gd.layout.title.text;
+                const step = steps[steps.length - 1 === control.active ? 0 : steps.length - 1];
+                await Plotly[step.method](gd, ...step.args);
+                return (shown() + gd.layout.title.text) !== before;
+            }}""")
+            assert changed, f"{name}: plotly control {k} changed nothing"
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from queue import Empty
 
 import pytest
 
 from transformer_lib.book import execution
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class _MissedWakeUpSocket:
@@ -52,3 +55,23 @@ def test_the_kernel_manager_hands_out_sliced_channels() -> None:
     client = execution.SlicedPollKernelManager().client()
     assert client.shell_channel_class is execution.SlicedPollChannel
     assert client.iopub_channel_class is execution.SlicedPollChannel
+
+
+def test_widget_state_is_dropped_only_when_no_shown_output_holds_a_widget():
+    import importlib.util
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    view = {"output_type": "display_data", "metadata": {}, "data": {module.WIDGET_VIEW: {"model_id": "m"}}}
+
+    def notebook(tags):
+        nb = nbformat.v4.new_notebook(metadata={"widgets": {"state": {"m": {}}}})
+        nb.cells.append(nbformat.v4.new_code_cell("interact(...)", outputs=[view], metadata={"tags": tags}))
+        return nb
+
+    removed, shown = notebook(["remove-output"]), notebook([])
+    assert module.drop_unused_widget_state(removed) and "widgets" not in removed.metadata
+    assert not module.drop_unused_widget_state(shown) and "widgets" in shown.metadata

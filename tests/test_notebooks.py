@@ -171,3 +171,20 @@ def test_the_formula_lint_finds_a_broken_formula() -> None:
     assert _math_continuation_lines("cost $1 + 2 + \\dots\n+ n$ positions") == ["+ n$ positions"]
     assert _math_continuation_lines("$$\na\n- b\n$$") == ["- b"]
     assert _math_continuation_lines("$a$ and\n- a list item, $b$\n* another `$x`") == []
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_live_controls_show_no_dead_widget_on_the_site(path: Path) -> None:
+    """An ipywidgets control cannot recompute on the website: its output is removed there (``remove-output``)
+    and the text before it says it is live in Jupyter; where a twin exists, it is a precomputed figure."""
+    cells = _read(path).cells
+    problems = []
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code" or not ("widgets.interact(" in cell.source or ".observe(" in cell.source):
+            continue
+        if "remove-output" not in cell.metadata.get("tags", []):
+            problems.append(f"cell {i}: a live control without the remove-output tag would be dead on the site")
+        before = next((c.source for c in reversed(cells[:i]) if c.cell_type == "markdown"), "")
+        if "Live in Jupyter" not in before:
+            problems.append(f"cell {i}: the markdown before it must say 'Live in Jupyter'")
+    assert not problems, problems

@@ -264,3 +264,31 @@ def test_every_control_on_the_page_changes_what_is_drawn(name: str, browser, sit
         assert not visit.errors, visit.errors
     finally:
         visit.close()
+
+
+def test_dark_mode_plotly_figures_have_no_white_background(browser, site_url: str) -> None:
+    """The reader switches to dark mode: every plotly figure's background turns transparent, text turns light;
+    back to light mode, white again (book/_static/plotly-theme.js)."""
+    if not (SITE / "book/04_attention.html").exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    visit = Visit(browser, site_url + "book/04_attention.html")
+    page = visit.page
+    backgrounds = ("() => [...document.querySelectorAll('.tl-plotly-figure')]"  # the first svg holds the paper
+                   ".map(d => getComputedStyle(d.querySelector('.main-svg')).backgroundColor)")
+    try:
+        page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                               ".every(d => d.querySelector('.main-svg'))", timeout=DRAWN_TIMEOUT_MS)
+        assert set(page.evaluate(backgrounds)) == {"rgb(255, 255, 255)"}
+        page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+        page.wait_for_function(f"() => ({backgrounds})().every(c => c !== 'rgb(255, 255, 255)')",
+                               timeout=DRAWN_TIMEOUT_MS)
+        panels = page.evaluate("() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                               ".map(d => getComputedStyle(d.closest('.output')).backgroundColor)")
+        assert set(panels) == {"rgba(0, 0, 0, 0)"}, f"figures sit on a light panel in dark mode: {set(panels)}"
+        page.screenshot(path=str(SHOTS / "dark_mode__04_attention.png"))
+        page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")
+        page.wait_for_function(f"() => ({backgrounds})().every(c => c === 'rgb(255, 255, 255)')",
+                               timeout=DRAWN_TIMEOUT_MS)
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()

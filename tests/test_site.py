@@ -28,7 +28,8 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     assert node["format"] == "html"
     assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
     assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
-    assert renderer.js_files == {"plotly": ("plotly.min.js", {})}  # loaded once per page, from _static/
+    assert renderer.js_files == {"plotly": ("plotly.min.js", {}),  # loaded once per page, from _static/
+                                 "plotly-theme": ("plotly-theme.js", {})}  # and the dark-mode colours
     other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
     assert site.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
     assert ("html", site.PLOTLY_MIME, 15) in site.PlotlyMystNbRenderer.mime_priority_overrides

@@ -36,6 +36,7 @@ class PlotlyMystNbRenderer:
         from docutils import nodes
 
         renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
+        renderer.add_js_file("plotly-theme", "plotly-theme.js", {})  # dark mode (book/_static/plotly-theme.js)
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
@@ -47,7 +48,7 @@ class PlotlyMystNbRenderer:
             f"return; }}\n"
             f"    var config = Object.assign({{responsive: true, displaylogo: false}}, fig.config || {{}});\n"
             f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
-            f"config: config}});\n  }}\n"
+            f"config: config}}).then(function () {{ if (window.tlPlotlyTheme) {{ window.tlPlotlyTheme(el); }} }});\n  }}\n"
             f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
             f" else {{ draw(); }}\n}})();\n</script>"
         )

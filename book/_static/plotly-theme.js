@@ -1,0 +1,31 @@
+// Plotly figures follow the site's light/dark theme (pydata-sphinx-theme sets <html data-theme="dark">).
+// Figures are drawn with a white template; in dark mode their backgrounds become transparent and their text and
+// grid lines light, and they switch back when the reader toggles the theme. Loaded with plotly.min.js only.
+(function () {
+  var DARK = {"paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)", "font.color": "#ced6dd",
+              "title.font.color": "#ced6dd"};
+  var LIGHT = {"paper_bgcolor": "white", "plot_bgcolor": "white", "font.color": "#2a3f5f",
+               "title.font.color": "#2a3f5f"};
+  function isDark() { return document.documentElement.dataset.theme === "dark"; }
+  function axes(gd, dark) {
+    var update = {};
+    Object.keys(gd.layout || {}).forEach(function (key) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        update[key + ".gridcolor"] = dark ? "#3a4450" : "#EBF0F8";
+        update[key + ".zerolinecolor"] = dark ? "#5a6470" : "#EBF0F8";
+      }
+    });
+    return update;
+  }
+  function apply(gd) {
+    if (!window.Plotly || !gd || !gd.layout) { return; }
+    var dark = isDark();
+    if (dark === (gd.tlDark === true)) { return; }  // drawn light, and still light: nothing to do
+    gd.tlDark = dark;
+    window.Plotly.relayout(gd, Object.assign({}, dark ? DARK : LIGHT, axes(gd, dark)));
+  }
+  window.tlPlotlyTheme = apply;
+  new MutationObserver(function () {
+    document.querySelectorAll(".tl-plotly-figure.js-plotly-plot").forEach(apply);
+  }).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
+})();

@@ -188,3 +188,16 @@ def test_live_controls_show_no_dead_widget_on_the_site(path: Path) -> None:
         if "Live in Jupyter" not in before:
             problems.append(f"cell {i}: the markdown before it must say 'Live in Jupyter'")
     assert not problems, problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_opens_on_colab_with_its_library(path: Path) -> None:
+    """The first code cell fetches the book where transformer_lib is missing (Colab); hidden on the website."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("colab_cell", ROOT / "scripts" / "colab_cell.py")
+    colab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(colab)
+    first = next(c for c in _read(path).cells if c.cell_type == "code")
+    assert first.source == colab.cell_source(), "run: python scripts/colab_cell.py"
+    assert "remove-cell" in first.metadata.get("tags", [])

@@ -292,3 +292,19 @@ def test_dark_mode_plotly_figures_have_no_white_background(browser, site_url: st
         assert not visit.errors, visit.errors
     finally:
         visit.close()
+
+
+def test_search_results_show_formulas_as_text_not_latex(browser, site_url: str) -> None:
+    visit = Visit(browser, site_url + "search.html?q=divide")
+    try:
+        hits = visit.page.locator("#search-results ul.search li")
+        hits.first.wait_for(timeout=DRAWN_TIMEOUT_MS)
+        visit.page.wait_for_function("() => !document.querySelector('#search-results').innerText.includes('Searching')",
+                                     timeout=DRAWN_TIMEOUT_MS)
+        text = visit.page.inner_text("#search-results")
+        assert "\\(" not in text and "\\sqrt" not in text and "$$" not in text, text[:500]
+        sample = visit.page.evaluate("() => window.tlCleanSearchText('divide by \\\\(\\\\sqrt{d_k}\\\\) here')")
+        assert sample == "divide by √d_k here"
+        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
+    finally:
+        visit.close()

@@ -1,0 +1,35 @@
+// Search results quote a page's text, where formulas are still LaTeX source ("\(\sqrt{d_k}\)"). Rewrite them
+// in the results as plain readable text ("√d_k"); pages themselves are typeset by MathJax as usual.
+(function () {
+  var SYMBOLS = {"\\sqrt": "√", "\\cdot": "·", "\\times": "×", "\\infty": "∞", "\\top": "ᵀ", "\\dots": "…",
+                 "\\ldots": "…", "\\cdots": "⋯", "\\to": "→", "\\rightarrow": "→", "\\le": "≤", "\\leq": "≤",
+                 "\\ge": "≥", "\\geq": "≥", "\\approx": "≈", "\\in": "∈", "\\sum": "∑", "\\alpha": "α",
+                 "\\beta": "β", "\\epsilon": "ε", "\\varepsilon": "ε", "\\sigma": "σ", "\\mu": "μ", "\\pi": "π",
+                 "\\lVert": "‖", "\\rVert": "‖", "\\partial": "∂", "\\quad": " ", "\\qquad": " ", "\\left": "",
+                 "\\right": "", "\\,": " ", "\\;": " ", "\\!": ""};
+  function plain(tex) {
+    tex = tex.replace(/\\(mathrm|text|operatorname|mathbf|mathit|boldsymbol)\{([^{}]*)\}/g, "$2");
+    tex = tex.replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)");
+    tex = tex.replace(/\\[a-zA-Z]+|\\[,;!]/g, function (c) { return c in SYMBOLS ? SYMBOLS[c] : c.slice(1); });
+    return tex.replace(/[{}]/g, "").replace(/\s+/g, " ").trim();
+  }
+  function clean(text) {
+    return text.replace(/\\\(([\s\S]*?)\\\)/g, function (_, t) { return plain(t); })
+               .replace(/\\\[([\s\S]*?)\\\]/g, function (_, t) { return plain(t); })
+               .replace(/\$\$([\s\S]*?)\$\$/g, function (_, t) { return plain(t); });
+  }
+  function fix(root) {
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT), node;
+    while ((node = walker.nextNode())) {
+      var cleaned = clean(node.nodeValue);
+      if (cleaned !== node.nodeValue) { node.nodeValue = cleaned; }  // unchanged text ends the observer's loop
+    }
+  }
+  window.tlCleanSearchText = clean;
+  document.addEventListener("DOMContentLoaded", function () {
+    var results = document.getElementById("search-results");
+    if (!results) { return; }
+    new MutationObserver(function () { fix(results); })
+      .observe(results, {childList: true, subtree: true, characterData: true});
+  });
+})();

@@ -182,3 +182,8 @@ def test_import_sets_the_book_template_and_no_inlining_renderer() -> None:
     assert "transformer_book" in pio.templates.default
     assert list(pio.templates["transformer_book"].layout.colorway) == list(viz.COLORS)
     assert "notebook" not in (pio.renderers.default or "").split("+")  # would paste 4.8 MB of plotly.js
+
+
+def test_log_axes_use_powers_of_ten_not_si_prefixes() -> None:
+    fig = viz.line_plot([1, 2, 3], {"a": [1e-6, 1e-3, 1.0]}, log_x=True, log_y=True)
+    assert fig.layout.yaxis.exponentformat == "power" and fig.layout.xaxis.exponentformat == "power"

@@ -259,8 +259,9 @@ def line_plot(x: Any, ys: Mapping[str, Any], *, title: str | None = None, x_titl
     fig = go.Figure([go.Scatter(x=x, y=y, name=name, mode="lines+markers" if markers else "lines")
                      for name, y in series.items()])
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, hovermode="x unified")
-    fig.update_xaxes(type="log" if log_x else "linear")
-    fig.update_yaxes(type="log" if log_y else "linear")
+    # log axes read 10^-6, not plotly's SI prefixes ("1µ"), which mix badly with powers of ten in the text
+    fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
+    fig.update_yaxes(type="log" if log_y else "linear", exponentformat="power")
     return fig
 
 
@@ -308,7 +309,7 @@ def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: s
             fig.add_trace(go.Scatter(x=xs(k), y=source[k], name=k, mode="lines" if len(source[k]) > 30
                                      else "lines+markers", line=dict(color=COLORS[names.index(k) % len(COLORS)])),
                           row=row, col=1)
-        fig.update_yaxes(title_text=quantity, type="log" if log_y else "linear", row=row, col=1)
+        fig.update_yaxes(title_text=quantity, type="log" if log_y else "linear", exponentformat="power", row=row, col=1)
     fig.update_xaxes(title_text=x_title, row=len(panels), col=1)
     fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")
     return fig

@@ -308,3 +308,70 @@ def test_search_results_show_formulas_as_text_not_latex(browser, site_url: str) 
         assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
     finally:
         visit.close()
+
+
+OVERFLOW = """() => {
+  const article = document.querySelector('article.bd-article');
+  if (!article) { return []; }
+  const right = article.getBoundingClientRect().right + 1;
+  const scrolls = el => { for (let p = el.parentElement; p && p !== article; p = p.parentElement) {
+    if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) { return true; } } return false; };
+  return [...article.querySelectorAll('*')].filter(el => { const r = el.getBoundingClientRect();
+    return r.width > 0 && r.right > right && !scrolls(el); })
+    .map(el => `${el.tagName}.${el.className} +${Math.round(el.getBoundingClientRect().right - right)}px: `
+               + (el.innerText || '').slice(0, 40));
+}"""
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser, site_url: str) -> None:
+    """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
+    pages = _site_pages()
+    if not pages:
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
+    page = context.new_page()
+    problems = {}
+    try:
+        for name in pages:
+            page.goto(site_url + name, wait_until="load")
+            page.wait_for_timeout(300)
+            found = page.evaluate(OVERFLOW)
+            if found:
+                problems[name] = found[:3]
+    finally:
+        context.close()
+    assert not problems, problems
+
+
+RAW_MATH = r"""() => {
+  const article = document.querySelector('article.bd-article');
+  if (!article) { return []; }
+  const copy = article.cloneNode(true);
+  copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight, .tl-source, .cell_input')
+      .forEach(el => el.remove());
+  return (copy.textContent.match(/.{0,30}(\\\(|\\\[|\$).{0,30}/g) || []);
+}"""
+
+
+def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
+    """MathJax typeset every formula: no "$", "\\(" or "\\[" is left in a page's text (a broken formula shows
+    its source, as chapter 7's "$1 + 2 + \\dots" did)."""
+    pages = _site_pages()
+    if not pages:
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    problems = {}
+    try:
+        for name in pages:
+            page.goto(site_url + name, wait_until="load")
+            if page.locator(".math").count():
+                page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
+                                       timeout=DRAWN_TIMEOUT_MS)
+            found = page.evaluate(RAW_MATH)
+            if found:
+                problems[name] = found[:3]
+    finally:
+        context.close()
+    assert not problems, problems

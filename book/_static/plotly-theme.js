@@ -1,4 +1,5 @@
-// Plotly figures follow the site's light/dark theme (pydata-sphinx-theme sets <html data-theme="dark">).
+// Plotly figures on the site: they follow the light/dark theme, and diagrams fit their text to narrow screens.
+// Theme: plotly figures follow the site's light/dark theme (pydata-sphinx-theme sets <html data-theme="dark">).
 // Figures are drawn with a white template; in dark mode their backgrounds become transparent and their text and
 // grid lines light, and they switch back when the reader toggles the theme. Loaded with plotly.min.js only.
 (function () {
@@ -24,7 +25,21 @@
     gd.tlDark = dark;
     window.Plotly.relayout(gd, Object.assign({}, dark ? DARK : LIGHT, axes(gd, dark)));
   }
-  window.tlPlotlyTheme = apply;
+  // Diagrams (layout.meta.fit_text_width) were laid out for that width: on a narrower screen their boxes shrink
+  // with the figure, so their labels shrink by the same factor instead of spilling out.
+  function fit(gd) {
+    var design = gd.layout && gd.layout.meta && gd.layout.meta.fit_text_width;
+    if (!window.Plotly || !design || gd.clientWidth >= design || gd.tlFitted) { return; }
+    gd.tlFitted = true;
+    var factor = gd.clientWidth / design, update = {};
+    (gd.layout.annotations || []).forEach(function (a, i) {
+      update["annotations[" + i + "].font.size"] = Math.max(6, Math.round(((a.font && a.font.size) || 12) * factor));
+    });
+    update["title.font.size"] = Math.max(10, Math.round(17 * factor));
+    update.height = Math.round(gd.layout.height * Math.max(factor, 0.6));  // keep the boxes' proportions
+    window.Plotly.relayout(gd, update);
+  }
+  window.tlPlotlyTheme = function (gd) { fit(gd); apply(gd); };
   new MutationObserver(function () {
     document.querySelectorAll(".tl-plotly-figure.js-plotly-plot").forEach(apply);
   }).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});

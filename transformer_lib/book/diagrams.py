@@ -1,5 +1,5 @@
-"""Architecture drawn by code, no image file: labelled boxes joined by arrows (the introduction's map of the
-Transformer), in the book's style, with plotly (interactive) or matplotlib (static)."""
+"""Architecture drawn by code, no image file: labelled boxes joined by arrows, in the book's style, with plotly
+(interactive) or matplotlib (static). :func:`transformer_diagram` draws the paper's Figure 1 from a live model."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
+from torch import nn
 
+from ..embeddings import SinusoidalPositionalEncoding
 from .style import COLORS, check_backend, mpl_figure
 
-__all__ = ["Box", "block_diagram"]
+__all__ = ["Box", "block_diagram", "transformer_diagram"]
 
 
 @dataclass(frozen=True)
@@ -84,5 +86,68 @@ def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...]] = (), 
                                font=dict(size=11, color="#555555"))
     fig.update_xaxes(visible=False, range=[min(xs) - 0.2, max(xs) + 0.2])
     fig.update_yaxes(visible=False, range=[min(ys) - 0.2, max(ys) + 0.2])
-    fig.update_layout(title=title, height=height, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(title=title, height=height, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10),
+                      # on a narrow screen the site shrinks the labels with the boxes (book/_static/plotly-theme.js)
+                      meta=dict(fit_text_width=720))
     return fig
+
+
+def _embedding_label(embed: nn.Module) -> tuple[str, str]:
+    vocab, width = embed.token.weight.shape
+    scale = " × √d_model" if embed.token.scale else ""
+    kind = "sinusoidal" if isinstance(embed.position, SinusoidalPositionalEncoding) else "learned"
+    return f"embedding {vocab} × {width}{scale}", f"+ {kind} positional encoding"
+
+
+def _block_label(stack: nn.Module, kind: str) -> str:
+    """What every layer of an encoder or decoder stack does, read from its first layer (all are alike)."""
+    layer = stack.layers[0]
+    attn, ff = layer.self_attn, layer.ff
+    heads = f"{attn.n_heads} heads of d_k = {attn.d_head}"
+    lines = [f"{kind} stack × N = {len(stack.layers)}"]
+    if kind == "decoder":
+        lines.append(f"masked self-attention, {heads}")
+        if layer.cross_attn is not None:
+            lines.append(f"cross-attention, {layer.cross_attn.n_heads} heads")
+    else:
+        lines.append(f"self-attention, {heads}")
+    lines.append(f"feed-forward {ff.linear1.in_features} → {ff.linear1.out_features} → {ff.linear2.out_features}"
+                 f" ({ff.activation})")
+    norm_first = (layer.attn_res if kind == "encoder" else layer.self_res).norm_first
+    lines.append("LayerNorm before each sub-layer, + x after" if norm_first else "Add & Norm after each sub-layer")
+    if stack.norm is not None:
+        lines.append("then one final LayerNorm")
+    return "\n".join(lines)
+
+
+def transformer_diagram(model: nn.Module, *, title: str | None = None, height: int = 700,
+                        backend: str = "plotly"):
+    """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
+    it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read
+    from the model's own modules, so the picture cannot disagree with the code it shows."""
+    from ..models import Transformer
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model: expected a transformer_lib Transformer, got {type(model).__name__}")
+    grey, orange, blue, green = COLORS[5], COLORS[1], COLORS[0], COLORS[2]
+    s_emb, s_pe = _embedding_label(model.src_embed)
+    t_emb, t_pe = _embedding_label(model.tgt_embed)
+    d_model, vocab = model.lm_head.in_features, model.lm_head.out_features
+    tied = " (tied to the target embedding)" if model.lm_head.weight is model.tgt_embed.token.weight else ""
+    boxes = [
+        Box("s_ids", "source token IDs", 0, 0, color=grey),
+        Box("s_emb", s_emb, 0, 1, width=3.2, color=orange),
+        Box("s_pe", s_pe, 0, 2, width=3.2, color=orange),
+        Box("enc", _block_label(model.encoder, "encoder"), 0, 3.9, width=3.7, height=1.9, color=blue),
+        Box("t_ids", "target token IDs (shifted right)", 4.2, 0, width=2.8, color=grey),
+        Box("t_emb", t_emb, 4.2, 1, width=3.2, color=orange),
+        Box("t_pe", t_pe, 4.2, 2, width=3.2, color=orange),
+        Box("dec", _block_label(model.decoder, "decoder"), 4.2, 3.9, width=3.7, height=1.9, color=blue),
+        Box("linear", f"linear {d_model} → {vocab}{tied}", 4.2, 5.75, width=3.7, color=green),
+        Box("softmax", "softmax: next-token probabilities", 4.2, 6.65, width=3.0, color=green),
+    ]
+    paths = (["s_ids", "s_emb", "s_pe", "enc"], ["t_ids", "t_emb", "t_pe", "dec", "linear", "softmax"])
+    arrows = [(a, b) for path in paths for a, b in zip(path, path[1:])]
+    arrows.append(("enc", "dec", "keys, values"))
+    return block_diagram(boxes, arrows, title=title or "The Transformer, drawn from the model object",
+                         height=height, backend=backend)

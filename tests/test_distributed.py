@@ -45,6 +45,7 @@ def test_two_processes_match_one_process_on_the_combined_batch(tmp_path, monkeyp
     rank0, rank1 = (load_file(str(tmp_path / "ddp" / f"rank{r}.safetensors")) for r in (0, 1))
     history = json.loads((tmp_path / "ddp" / "history.json").read_text())
     assert history["world_size"] == 2 and history["backend"] == "gloo" and len(history["losses"]) == ARGS["steps"]
+    assert history["run"]["global_batch"] == ARGS["global_batch"] and history["run"]["task"] == ARGS["task"]
 
     # the two processes hold bit-identical weights: same start, same all-reduced gradients, same steps
     assert rank0.keys() == rank1.keys()

@@ -28,7 +28,7 @@ import argparse
 import json
 import os
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import torch
@@ -61,6 +61,8 @@ class DataParallelRun:
     rows ``[rank·B/W, (rank+1)·B/W)``, so B must be divisible by W.
     """
 
+    # A complete record of one run (its history.json stores it), like the book's recipes; config() maps the model
+    # fields onto a TransformerConfig.
     task: str = "copy"
     steps: int = 20
     global_batch: int = 16
@@ -101,7 +103,8 @@ def train_data_parallel(run: DataParallelRun | None = None, *, out: str | Path |
     ``out/rank{r}.safetensors`` (a :func:`save_checkpoint` file) and process 0 writes ``out/history.json``. With
     ``dropout > 0`` each process draws its own dropout masks, so runs agree in distribution but not to the last bit.
 
-    Returns ``{"rank", "world_size", "backend", "losses" (global mean loss per step), "seconds"}``.
+    Returns ``{"rank", "world_size", "backend", "losses" (global mean loss per step), "seconds", "run"}`` (the run's
+    fields, as a dict).
     """
     if run is not None and not isinstance(run, DataParallelRun):
         raise TypeError(f"run: expected a DataParallelRun, got {type(run).__name__}")
@@ -160,7 +163,7 @@ def _train(run: DataParallelRun, out: str | Path | None, rank: int, world: int, 
             dist.all_reduce(total)  # for the log only: the summed loss of the whole global batch
         losses.append(total.item() / n_tokens)
     result = {"rank": rank, "world_size": world, "backend": backend, "losses": losses,
-              "seconds": time.perf_counter() - start}
+              "seconds": time.perf_counter() - start, "run": asdict(run)}
     if out is not None:
         out = Path(out)
         save_checkpoint(model, out / f"rank{rank}.safetensors", extra=result)

@@ -88,6 +88,8 @@ class EncoderLayer(nn.Module):
         x: (B, S, C), mask: broadcastable to (B, H, S, S) bool -> (B, S, C), weights (B, H, S, S) or None
     """
 
+    # The same arguments as DecoderLayer, as in torch's TransformerEncoderLayer/DecoderLayer: each layer can be
+    # built and read on its own; TransformerConfig.layer_kwargs() fills both from one place.
     def __init__(
         self,
         d_model: int,

@@ -63,6 +63,8 @@ class TranslationRecipe:
     """The toy translation model of chapter 7: a small post-LN Transformer (the paper's layout, scaled down),
     Adam with the paper's warm-up schedule (peaking at ``lr``) and label smoothing 0.1 (§5.3-5.4)."""
 
+    # Every hyper-parameter is a field of this recipe alone, though other configs share some names: a checkpoint
+    # stores the whole record, and changing one recipe must never change another run's model.
     n_pairs: int = 6000
     test_fraction: float = 0.1
     d_model: int = 64
@@ -208,6 +210,7 @@ class FamiliesRecipe:
     """One fixed-length task (every source has ``length`` symbols) that all three families can learn, and one
     small model size for all of them. Pre-LN blocks (``norm_first``) train reliably at a constant ``lr``."""
 
+    # Fields of this recipe alone (see TranslationRecipe): the checkpoint stores the whole record.
     task: str = "reverse"
     length: int = 8
     n_symbols: int = 10

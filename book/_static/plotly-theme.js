@@ -28,6 +28,10 @@
   // Diagrams (layout.meta.fit_text_width) were laid out for that width: on a narrower screen their boxes shrink
   // with the figure, so their labels shrink by the same factor instead of spilling out.
   function fit(gd) {
+    if (window.Plotly && gd.layout && gd.clientWidth < 500 && !gd.tlNarrow) {  // phones: titles do not wrap
+      gd.tlNarrow = true;
+      window.Plotly.relayout(gd, {"title.font.size": 12, "legend.font.size": 10});
+    }
     var design = gd.layout && gd.layout.meta && gd.layout.meta.fit_text_width;
     if (!window.Plotly || !design || gd.clientWidth >= design || gd.tlFitted) { return; }
     gd.tlFitted = true;

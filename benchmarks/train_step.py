@@ -83,8 +83,8 @@ def matched_pair(cfg: tl.TransformerConfig, device: torch.device | str = "cpu") 
     with torch.no_grad():
         ours.src_embed.token.weight.copy_(theirs.src_embed.weight)
         ours.tgt_embed.token.weight.copy_(theirs.tgt_embed.weight)
-        ours.encoder.load_state_dict(tl.Encoder.from_torch(theirs.transformer.encoder).state_dict())
-        ours.decoder.load_state_dict(tl.Decoder.from_torch(theirs.transformer.decoder).state_dict())
+        ours.encoder.load_state_dict(tl.from_torch(theirs.transformer.encoder).state_dict())
+        ours.decoder.load_state_dict(tl.from_torch(theirs.transformer.decoder).state_dict())
         ours.lm_head.weight.copy_(theirs.lm_head.weight)
     return ours.to(device), theirs.to(device)
 

@@ -26,7 +26,7 @@ def _close(ours: torch.Tensor, theirs: torch.Tensor, dtype) -> None:
 def test_multi_head_attention_matches_torch(dtype, batch_first, masking):
     torch.manual_seed(0)
     theirs = nn.MultiheadAttention(D, H, batch_first=batch_first, dtype=dtype).eval()
-    ours = tl.MultiHeadAttention.from_torch(theirs)
+    ours = tl.from_torch(theirs)
     B, T, S = 3, 5, 7
     q, kv = torch.randn(B, T, D, dtype=dtype), torch.randn(B, S, D, dtype=dtype)
     keep = torch.ones(B, 1, T, S, dtype=torch.bool)
@@ -72,8 +72,8 @@ def test_encoder_layer_and_stack_match_torch(dtype, norm_first, activation, shap
         (real[:, None, None, :] & causal, {"mask": ~causal, "src_key_padding_mask": ~real}),
     ]:
         layer_kwargs = {"src_mask" if k == "mask" else k: v for k, v in torch_kwargs.items()}
-        _close(tl.EncoderLayer.from_torch(theirs.layers[0])(x, keep)[0], theirs.layers[0](x, **layer_kwargs), dtype)
-        _close(tl.Encoder.from_torch(theirs)(x, keep), theirs(x, **torch_kwargs), dtype)
+        _close(tl.from_torch(theirs.layers[0])(x, keep)[0], theirs.layers[0](x, **layer_kwargs), dtype)
+        _close(tl.from_torch(theirs)(x, keep), theirs(x, **torch_kwargs), dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -94,16 +94,16 @@ def test_decoder_layer_and_stack_match_torch(dtype, norm_first, activation, leng
     self_keep = causal & tgt_real[:, None, None, :]
     cross_keep = src_real[:, None, None, :]
     want = theirs(y, memory, tgt_mask=~causal, tgt_key_padding_mask=~tgt_real, memory_key_padding_mask=~src_real)
-    _close(tl.Decoder.from_torch(theirs)(y, memory, self_keep, cross_keep), want, dtype)
+    _close(tl.from_torch(theirs)(y, memory, self_keep, cross_keep), want, dtype)
     want_layer = theirs.layers[1](y, memory, tgt_mask=~causal)
-    _close(tl.DecoderLayer.from_torch(theirs.layers[1])(y, memory, causal)[0], want_layer, dtype)
+    _close(tl.from_torch(theirs.layers[1])(y, memory, causal)[0], want_layer, dtype)
 
 
 def test_time_first_layout_and_bias_free_layers_match_torch():
     torch.manual_seed(3)
     layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=False, bias=False)
     theirs = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
-    ours = tl.Encoder.from_torch(theirs)
+    ours = tl.from_torch(theirs)
     assert ours.batch_first is False and ours.layers[0].ff.linear1.bias is None
     x = torch.randn(6, 2, D)  # (S, B, C)
     _close(ours(x), theirs(x), torch.float32)
@@ -111,9 +111,9 @@ def test_time_first_layout_and_bias_free_layers_match_torch():
 
 def test_from_torch_rejects_other_modules():
     with pytest.raises(TypeError, match="mha: expected nn.MultiheadAttention"):
-        tl.MultiHeadAttention.from_torch(nn.Linear(2, 2))
+        tl.interop.mha_from_torch(nn.Linear(2, 2))
     with pytest.raises(TypeError, match="encoder: expected nn.TransformerEncoder"):
-        tl.Encoder.from_torch(nn.Linear(2, 2))
+        tl.interop.encoder_from_torch(nn.Linear(2, 2))
 
 
 def test_from_torch_dispatches_on_the_module_type_and_keeps_mode():

@@ -195,10 +195,3 @@ class MultiHeadAttention(nn.Module):
         if not self.batch_first:
             out = out.transpose(0, 1)  # back to (T, B, C)
         return out, weights
-
-    @classmethod
-    def from_torch(cls, mha: nn.MultiheadAttention, *, attn_impl: AttentionImpl = "sdpa") -> "MultiHeadAttention":
-        """Our module holding the same weights as ``mha`` (see :mod:`transformer_lib.interop`)."""
-        from .interop import mha_from_torch  # interop imports this module
-
-        return mha_from_torch(mha, attn_impl=attn_impl)

@@ -116,12 +116,6 @@ class EncoderLayer(nn.Module):
         x = self.ff_res.post(x, self.ff(self.ff_res.pre(x)))
         return x, weights
 
-    @classmethod
-    def from_torch(cls, layer: nn.TransformerEncoderLayer, *, attn_impl: AttentionImpl = "sdpa") -> "EncoderLayer":
-        """Our layer holding the same weights as ``layer`` (see :mod:`transformer_lib.interop`)."""
-        from .interop import encoder_layer_from_torch  # interop imports this module
-
-        return encoder_layer_from_torch(layer, attn_impl=attn_impl)
 
 
 class DecoderLayer(nn.Module):
@@ -182,12 +176,6 @@ class DecoderLayer(nn.Module):
         y = self.ff_res.post(y, self.ff(self.ff_res.pre(y)))
         return y, self_w, cross_w
 
-    @classmethod
-    def from_torch(cls, layer: nn.TransformerDecoderLayer, *, attn_impl: AttentionImpl = "sdpa") -> "DecoderLayer":
-        """Our layer holding the same weights as ``layer`` (see :mod:`transformer_lib.interop`)."""
-        from .interop import decoder_layer_from_torch
-
-        return decoder_layer_from_torch(layer, attn_impl=attn_impl)
 
 
 @dataclass
@@ -247,12 +235,6 @@ class Encoder(_Stack):
                 attentions.append(w)
         return EncoderOutput(self._out(x), hidden, attentions)
 
-    @classmethod
-    def from_torch(cls, encoder: nn.TransformerEncoder, *, attn_impl: AttentionImpl = "sdpa") -> "Encoder":
-        """Our encoder holding the same weights as ``encoder`` (see :mod:`transformer_lib.interop`)."""
-        from .interop import encoder_from_torch
-
-        return encoder_from_torch(encoder, attn_impl=attn_impl)
 
 
 class Decoder(_Stack):
@@ -299,10 +281,3 @@ class Decoder(_Stack):
                 self_ws.append(sw)
                 cross_ws.append(cw)
         return self._out(y), self_ws, cross_ws
-
-    @classmethod
-    def from_torch(cls, decoder: nn.TransformerDecoder, *, attn_impl: AttentionImpl = "sdpa") -> "Decoder":
-        """Our decoder holding the same weights as ``decoder`` (see :mod:`transformer_lib.interop`)."""
-        from .interop import decoder_from_torch
-
-        return decoder_from_torch(decoder, attn_impl=attn_impl)

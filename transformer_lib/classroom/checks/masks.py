@@ -1,6 +1,9 @@
 """Checks of assignment 4, masks: the padding mask, the causal mask and the decoder's combination of both.
 
 Shape legend: ``B`` batch, ``T`` target length, ``S`` key length.
+
+Each check runs the same loop (call the learner's function on each case, compare with the library, diagnose,
+fail); it is written out in each because the diagnosis, the part a learner reads, is different for every mask.
 """
 
 from __future__ import annotations

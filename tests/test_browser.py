@@ -155,12 +155,20 @@ def test_page_renders_offline(name: str, browser, site_url: str) -> None:
         visit.close()
 
 
-def test_search_finds_attention(browser, site_url: str) -> None:
-    visit = Visit(browser, site_url + "search.html?q=attention")
+@pytest.mark.parametrize("query", ["attention", "divide"])
+def test_search_finds_pages_and_shows_formulas_as_text(query: str, browser, site_url: str) -> None:
+    """Search works offline; its snippets show formulas as readable text, not LaTeX source (search-math.js)."""
+    visit = Visit(browser, site_url + f"search.html?q={query}")
     try:
         hits = visit.page.locator("#search-results ul.search li")
         hits.first.wait_for(timeout=DRAWN_TIMEOUT_MS)
+        visit.page.wait_for_function("() => !document.querySelector('#search-results').innerText.includes('Searching')",
+                                     timeout=DRAWN_TIMEOUT_MS)
+        text = visit.page.inner_text("#search-results")
         assert hits.count() >= 1
+        assert "\\(" not in text and "\\sqrt" not in text and "$$" not in text, text[:500]
+        sample = visit.page.evaluate("() => window.tlCleanSearchText('divide by \\\\(\\\\sqrt{d_k}\\\\) here')")
+        assert sample == "divide by √d_k here"
         assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
     finally:
         visit.close()
@@ -294,20 +302,6 @@ def test_dark_mode_plotly_figures_have_no_white_background(browser, site_url: st
         visit.close()
 
 
-def test_search_results_show_formulas_as_text_not_latex(browser, site_url: str) -> None:
-    visit = Visit(browser, site_url + "search.html?q=divide")
-    try:
-        hits = visit.page.locator("#search-results ul.search li")
-        hits.first.wait_for(timeout=DRAWN_TIMEOUT_MS)
-        visit.page.wait_for_function("() => !document.querySelector('#search-results').innerText.includes('Searching')",
-                                     timeout=DRAWN_TIMEOUT_MS)
-        text = visit.page.inner_text("#search-results")
-        assert "\\(" not in text and "\\sqrt" not in text and "$$" not in text, text[:500]
-        sample = visit.page.evaluate("() => window.tlCleanSearchText('divide by \\\\(\\\\sqrt{d_k}\\\\) here')")
-        assert sample == "divide by √d_k here"
-        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
-    finally:
-        visit.close()
 
 
 OVERFLOW = """() => {

@@ -16,7 +16,8 @@
   function clean(text) {
     return text.replace(/\\\(([\s\S]*?)\\\)/g, function (_, t) { return plain(t); })
                .replace(/\\\[([\s\S]*?)\\\]/g, function (_, t) { return plain(t); })
-               .replace(/\$\$([\s\S]*?)\$\$/g, function (_, t) { return plain(t); });
+               .replace(/\$\$([\s\S]*?)\$\$/g, function (_, t) { return plain(t); })
+               .replace(/\\[(\[]([^]*)$/, function (_, t) { return plain(t); });  // a formula the snippet cut off
   }
   function fix(root) {
     var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT), node;

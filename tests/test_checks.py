@@ -259,7 +259,7 @@ def test_wrong_positional_encodings(fn, phrases):
     assert_fails_with(checks.check_positional_encoding(fn), *phrases)
 
 
-def _attn(scale=None, dim=-1, mask_mode="keep", d_from=None, out_dtype=None, weights_only=False):
+def _attn(scale=None, dim=-1, mask_mode="keep", d_from=None, out_dtype=None, weights_only=False, late_fill=None):
     def attention(q, k, v, mask=None):
         d = q.shape[-1] if d_from is None else d_from(q, k)
         s = 1 / math.sqrt(d) if scale is None else scale(d)
@@ -271,12 +271,22 @@ def _attn(scale=None, dim=-1, mask_mode="keep", d_from=None, out_dtype=None, wei
         elif mask is not None and mask_mode == "zero":
             scores = scores.masked_fill(~mask, 0.0)
         w = scores.softmax(dim)
+        if mask is not None and late_fill is not None:  # the mask applied after the softmax
+            w = w.masked_fill(~mask, late_fill)
         out = w @ v
         if out_dtype is not None:
             out = out.to(out_dtype)
         return w if weights_only else (out, w)
 
     return attention
+
+
+def _masked_late_and_renormalised(q, k, v, mask=None):
+    w = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+    if mask is not None:  # zeroed after the softmax, then renormalised with an epsilon: rows sum to < 1
+        w = w * mask
+        w = w / (w.sum(-1, keepdim=True) + 1e-3)
+    return w @ v, w
 
 
 @pytest.mark.parametrize("fn, phrases", [
@@ -290,14 +300,36 @@ def _attn(scale=None, dim=-1, mask_mode="keep", d_from=None, out_dtype=None, wei
     (_attn(mask_mode="zero"), ["exp(0) = 1"]),
     (_attn(out_dtype=torch.float32), ["dtype"]),
     (_attn(weights_only=True), ["must return a pair (output, weights)"]),
+    (_attn(mask_mode="ignore", late_fill=0.0), ["The mask is applied after the softmax", "before the softmax"]),
+    (_attn(mask_mode="ignore", late_fill=float("-inf")), ["The mask is applied after the softmax"]),
+    (_masked_late_and_renormalised, ["The mask is applied after the softmax"]),  # no variant: by its symptoms
     (lambda q, k, v, mask=None: (_attn()(q, k, v, mask)[1] @ v * 2, _attn()(q, k, v, mask)[1]),
-     ["The weights are right but the output is not"]),
+     ["The weights are right but the output is not", "The output differs from the reference."]),
+    (_attn(scale=lambda d: (1 + 1e-4) / math.sqrt(d)), ["The weights differ from the reference."]),
     (lambda q, k, v, mask=None: ((q @ k.transpose(-2, -1)).exp() @ v, (q @ k.transpose(-2, -1)).exp()),
      ["Rows do not sum to 1"]),
     (lambda q, k, v, mask=None: _attn()(q, k, v, mask)[::-1], ["shape"]),
 ])
 def test_wrong_attention(fn, phrases):
     assert_fails_with(checks.check_attention(fn), *phrases)
+
+
+def test_a_float32_square_root_is_not_a_mistake():
+    def attention(q, k, v, mask=None):  # √d_k as a float32 tensor: off by ~1e-8 from math.sqrt in float64
+        scores = q @ k.transpose(-2, -1) / torch.sqrt(torch.tensor(q.shape[-1], dtype=torch.float32))
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        w = scores.softmax(-1)
+        return w @ v, w
+
+    assert checks.check_attention(attention).passed
+
+
+def test_a_small_real_difference_shows_in_the_printed_rows():
+    result = checks.check_attention(_attn(scale=lambda d: (1 + 1e-4) / math.sqrt(d)))  # 1e-4 too much scale
+    expected, got, largest = result.details.splitlines()[1:4]
+    assert expected.split("=")[1] != got.split("=")[1], result.details  # 4 decimals would print them the same
+    assert largest.startswith("Largest difference") and "allowed: 1e-06 + 1e-05 x |expected|" in largest
 
 
 def test_bfloat16_tolerance_accepts_a_different_order_of_operations():
@@ -500,9 +532,9 @@ def test_wrong_beam_search(sol):
             return always_greedy(model, src, max_new_tokens, bos_id, eos_id)
         return sol["decode_beam"](model, src, max_new_tokens, bos_id, eos_id, 1)
 
-    assert_fails_with(checks.check_beam_search(always_greedy), "missed a more probable sequence", "log_softmax")
+    assert_fails_with(checks.check_beam_search(always_greedy), "what greedy decoding returns")
     assert_fails_with(checks.check_beam_search(no_bos), "start with <bos>")
-    assert_fails_with(checks.check_beam_search(per_beam_best), "missed a more probable sequence")
+    assert_fails_with(checks.check_beam_search(per_beam_best), "what greedy decoding returns")
 
 
 def test_the_example_on_the_assignments_page_is_what_the_check_prints():
@@ -513,3 +545,59 @@ def test_the_example_on_the_assignments_page_is_what_the_check_prints():
     page = (ROOT / "book" / "assignments" / "index.md").read_text(encoding="utf-8")
     example = page.split("```text\n", 1)[1].split("```", 1)[0]
     assert example.rstrip("\n") == str(checks.check_attention(attention))
+
+
+def _beam(probabilities=False, copies=False, on_eos="set aside", stop_at_first=False, best_beam=False,
+          penalty=True):
+    """decode_beam as a learner might write it, with at most one classic mistake."""
+    def decode_beam(model, src, max_new_tokens, bos_id, eos_id, beam_size=4, length_penalty=0.0):
+        memory = model.encode(src)
+        beams = [([bos_id], 0.0)] * (beam_size if copies else 1)
+        finished = []
+        for _ in range(max_new_tokens):
+            tokens = torch.tensor([seq for seq, _ in beams])
+            h = model.decode(tokens, memory.expand(len(beams), -1, -1), src=src.expand(len(beams), -1))
+            log_probs = model.lm_head(h[:, -1]).log_softmax(-1)
+            step = log_probs.exp() if probabilities else log_probs
+            candidates = sorted(((score + x, seq + [t]) for (seq, score), row in zip(beams, step.tolist())
+                                 for t, x in enumerate(row)), reverse=True)
+            beams = []
+            for score, seq in candidates:
+                if seq[-1] == eos_id and on_eos != "extend":
+                    if on_eos == "set aside":
+                        n = len(seq) - 1
+                        finished.append((seq, score / ((5 + n) / 6) ** (length_penalty if penalty else 0.0)))
+                else:
+                    beams.append((seq, score))
+                    if len(beams) == beam_size:
+                        break
+            if len(finished) >= (1 if stop_at_first else beam_size) or not beams:
+                break
+        return max(beams if best_beam or not finished else finished, key=lambda b: b[1])[0]
+
+    return decode_beam
+
+
+def test_the_learner_style_beam_search_without_a_mistake_passes():
+    assert checks.check_beam_search(_beam()).passed
+
+
+@pytest.mark.parametrize("fn, phrases", [
+    (_beam(probabilities=True), ["You add probabilities", "log-probabilities"]),
+    (_beam(copies=True), ["what greedy decoding returns", "Start from a single beam [bos_id]", "tie"]),
+    (_beam(on_eos="drop"), ["Candidates that end with <eos> are thrown away"]),
+    (_beam(on_eos="extend"), ["goes on after <eos>", "do not extend it"]),
+    (_beam(best_beam=True), ["You return the best live beam although hypotheses have finished"]),
+    (_beam(penalty=False), ["The length penalty is missing"]),
+    (_beam(stop_at_first=True), ["You stop at the first finished hypothesis"]),
+], ids=["summed probabilities", "beams start as copies", "finished dropped", "finished extended",
+        "best live beam returned", "no length penalty", "stops at the first finished"])
+def test_classic_beam_search_mistakes(fn, phrases):
+    assert_fails_with(checks.check_beam_search(fn), *phrases)
+
+
+def test_the_beam_variant_without_a_mistake_is_the_reference():
+    for seed, bias, row, k, alpha in [(0, 1.5, 0, 3, 0.0), (1, 1.0, 4, 3, 0.6), (1, 2.0, 1, 4, 0.0)]:
+        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks._SRC[row:row + 1]
+        want = tl.beam_search(model, src, 8, 1, 2, beam_size=k, length_penalty=alpha)[0][0].tokens.tolist()
+        assert checks._beam_variant(model, src, 8, k, alpha) == want

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ...attention import scaled_dot_product_attention
 from ...masks import causal_mask
-from .compare import _close, _describe, _expect_dtype, _expect_shape, _match, _row_diff, _tensor, _tol
+from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor, _tol
 from .core import _Fail, _call, _check, _seeded
 
 
@@ -31,6 +31,8 @@ def _attention_variant(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, 
     elif mask is not None and mask_mode == "zero":
         scores = scores.masked_fill(~mask, 0.0)
     weights = scores.softmax(dim)
+    if mask is not None and mask_mode in ("after softmax", "-inf after softmax"):  # too late: rows no longer sum to 1
+        weights = weights.masked_fill(~mask, 0.0 if mask_mode == "after softmax" else float("-inf"))
     return {"output": weights @ v, "weights": weights}
 
 
@@ -63,6 +65,11 @@ _SOFTMAX_HINTS = ("Rows do not sum to 1: did you take the softmax over the last 
 _MASK_INVERTED_HINTS = ("The mask looks inverted: True means may attend.",
                         "Put -inf where the mask is False: scores.masked_fill(~mask, float('-inf')), or "
                         "masked_fill(mask == False, ...).")
+_MASK_AFTER_SOFTMAX_HINTS = ("The mask is applied after the softmax: mask the scores before it.",
+                             "Put -inf in the blocked scores before the softmax, scores.masked_fill(~mask, "
+                             "float('-inf')).softmax(-1): the softmax then gives blocked keys weight 0 and shares "
+                             "the whole weight among the allowed keys. Zeroing weights afterwards leaves rows that "
+                             "sum to less than 1.")
 _MASK_IGNORED_HINTS = ("The mask has no effect: keys where the mask is False still get weight.",
                        "Before the softmax, set the scores of blocked keys to -inf: "
                        "scores.masked_fill(~mask, float('-inf')).")
@@ -112,12 +119,16 @@ def check_attention(attention: Callable) -> str:
             (lambda: _attention_variant(q, k, v, mask, mask_mode="zero"),
              ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",)),
             (lambda: _attention_variant(q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
+            (lambda: _attention_variant(q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+            (lambda: _attention_variant(q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
         ]
         hints = _match({"output": out, "weights": w}, variants, q.dtype)
         if hints is None:
             sums = w.double().sum(-1)
+            blocked = None if mask is None or mask.all() else w.double().masked_fill(mask, 0.0)  # allowed keys -> 0
             if not torch.allclose(sums, torch.ones_like(sums), atol=_tol(q.dtype)[1] * 100 + 1e-6):
-                hints = _SOFTMAX_HINTS
+                masked_late = blocked is not None and bool(((blocked == 0) | blocked.isneginf()).all())
+                hints = _MASK_AFTER_SOFTMAX_HINTS if masked_late else _SOFTMAX_HINTS
             elif mask is not None and (w.double() * ~mask).abs().max() > 1e-6:
                 hints = _MASK_IGNORED_HINTS
             elif _close(w, ref_w, q.dtype):
@@ -127,7 +138,7 @@ def check_attention(attention: Callable) -> str:
                          "softmax over the last axis.",
                          "Work through one query by hand: its scores are q[t] · k[s] for every key s.")
         name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, q.dtype) else ("output", out, ref_out)
-        raise _Fail(f"The {name} differ from the reference.", f"Input: {inputs}\n{_row_diff(name, a, e, q.dtype)}",
+        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, q.dtype)}",
                     hints)
     return (f"All {len(cases)} cases match the reference (float64, float32, bfloat16; padding and causal masks, "
             "a heads axis, a batch of one with length one).")

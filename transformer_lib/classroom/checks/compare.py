@@ -7,6 +7,7 @@ finds the first variant of the reference (a catalogue of plausible mistakes) tha
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +16,11 @@ from torch import Tensor
 
 from .core import _Fail
 
-# (rtol, atol) per dtype: float64 is exact up to the order of operations; bfloat16 keeps 8 bits of mantissa.
-_TOLERANCES = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-2),
+# (rtol, atol) per dtype of the inputs. float64 inputs still admit float32 rounding: a correct answer may use a
+# float32 constant (torch.tensor(d_k) is float32 by default; 1 / its square root is off by ~1e-8, relative), which
+# the softmax spreads to ~1e-7 of each weight. Every mistake of the catalogues moves the numbers by 1e-2 or more.
+# float32 adds its own rounding through several operations; bfloat16 keeps 8 bits of mantissa.
+_TOLERANCES = {torch.float64: (1e-5, 1e-6), torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-2),
                torch.bfloat16: (5e-2, 5e-2)}
 
 
@@ -35,12 +39,21 @@ def _close(actual: Tensor, expected: Tensor, dtype: torch.dtype = torch.float64)
                                equal_nan=True))
 
 
-def _fmt(x: Tensor) -> str:
+def _fmt(x: Tensor, decimals: int = 4) -> str:
     if x.dtype == torch.bool:
         return "[" + ", ".join("T" if v else "F" for v in x.tolist()) + "]"
     if not x.is_floating_point():
         return str(x.tolist())
-    return "[" + ", ".join(f"{v:.4f}" for v in x.double().tolist()) + "]"
+    return "[" + ", ".join(f"{v:.{decimals}f}" for v in x.double().tolist()) + "]"
+
+
+def _decimals(actual: Tensor, expected: Tensor) -> int:
+    """Enough decimals (at least 4) that the largest finite difference between two rows shows in print."""
+    diff = (actual.double() - expected.double()).abs()
+    diff = diff[diff.isfinite() & (diff > 0)]
+    if diff.numel() == 0:
+        return 4
+    return min(max(4, 1 - math.floor(math.log10(float(diff.max())))), 17)
 
 
 def _row_diff(name: str, actual: Tensor, expected: Tensor, dtype: torch.dtype = torch.float64) -> str:
@@ -59,8 +72,18 @@ def _row_diff(name: str, actual: Tensor, expected: Tensor, dtype: torch.dtype = 
     index = [int(i) for i in torch.unravel_index(torch.tensor(row), e.shape[:-1])] if e.dim() > 1 else []
     where = f"{name}[{', '.join(map(str, index + [':']))}]" if e.dim() > 1 else name
     cut = slice(0, 8)
-    return (f"Expected {where} = {_fmt(e.reshape(-1, e.shape[-1])[row][cut])}\n"
-            f"Got      {where} = {_fmt(a.reshape(-1, e.shape[-1])[row][cut])}")
+    e_row, a_row = e.reshape(-1, e.shape[-1])[row], a.reshape(-1, e.shape[-1])[row]
+    d = _decimals(a_row, e_row)
+    text = f"Expected {where} = {_fmt(e_row[cut], d)}\nGot      {where} = {_fmt(a_row[cut], d)}"
+    if e.is_floating_point() and d > 4:  # a small difference: say how small, and what is allowed
+        largest = float((a_row.double() - e_row.double()).abs().nan_to_num(0.0).max())
+        text += f"\nLargest difference {largest:.1e}; allowed: {atol:g} + {rtol:g} x |expected|"
+    return text
+
+
+def _differ(name: str) -> str:
+    """'The output differs from the reference.' or 'The weights differ ...': the verb agrees with ``name``."""
+    return f"The {name} {'differ' if name.endswith('s') else 'differs'} from the reference."
 
 
 def _describe(**tensors: Any) -> str:

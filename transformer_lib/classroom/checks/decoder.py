@@ -227,26 +227,105 @@ def _log_prob(model: Transformer, src: Tensor, tokens: list[int]) -> float:
     return float(logp[0].gather(-1, tgt[0, 1:, None]).sum())
 
 
+@torch.no_grad()
+def _beam_variant(model: Transformer, src: Tensor, n: int, k: int, length_penalty: float = 0.0, *,
+                  score: str = "log", penalty: bool = True, finished: str = "set aside", start: str = "one beam",
+                  stop: str = "rule", answer: str = "finished") -> list[int]:
+    """Beam search for one source (the notebook's algorithm, without a cache), with one deliberate mistake.
+
+    ``score="prob"`` adds probabilities instead of log-probabilities; ``penalty=False`` ranks finished hypotheses
+    by raw log-probability; ``finished="dropped"`` throws candidates that end with <eos> away, ``"extended"`` keeps
+    them as live beams; ``start="copies"`` starts from ``k`` identical beams (ties); ``stop="first"`` stops at the
+    first finished hypothesis; ``answer="beams"`` returns the best live beam even when hypotheses have finished.
+    """
+    memory = model.encode(src)  # (1, S, C)
+    beams = [([BOS_ID], 0.0)] * (k if start == "copies" else 1)
+    done: list[tuple[list[int], float]] = []
+    alpha = length_penalty if penalty else 0.0
+    for _ in range(n):
+        tokens = torch.tensor([seq for seq, _ in beams])  # (K, L)
+        h = model.decode(tokens, memory.expand(len(beams), -1, -1), src=src.expand(len(beams), -1))  # (K, L, C)
+        logp = model.lm_head(h[:, -1]).log_softmax(-1)  # (K, V)
+        step = logp.exp() if score == "prob" else logp
+        cands = sorted(((s + x, seq + [t]) for (seq, s), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+                       key=lambda c: -c[0])
+        beams = []
+        for s, seq in cands:
+            if seq[-1] == EOS_ID and finished != "extended":
+                if finished == "set aside":
+                    done.append((seq, s / ((5 + len(seq) - 1) / 6) ** alpha))
+            else:
+                beams.append((seq, s))
+                if len(beams) == k:
+                    break
+        if len(done) >= (1 if stop == "first" else k) or not beams:
+            break
+    return max(done if done and answer == "finished" else beams or done, key=lambda b: b[1])[0]
+
+
+_BEAM_FINISHED_HINTS = ("A candidate that ends with <eos> is a finished hypothesis: set it aside in a list (do not "
+                        "drop it, do not extend it) and return the best finished one; the best live beam only if "
+                        "none has finished.",)
+_BEAM_MISTAKES = [  # (keyword arguments of _beam_variant, hints), tried in this order
+    (dict(score="prob"),
+     ("You add probabilities; beam search adds log-probabilities: a candidate's score is its beam's score plus "
+      "the log_softmax of the next-token logits.",
+      "P(sequence) is the product of its tokens' probabilities, so log P is the sum of their log-probabilities. "
+      "A sum of probabilities is not a probability: it ranks the candidates in another order.")),
+    (dict(start="copies"),  # identical beams tie at every step: the search is greedy decoding
+     ("Your search returns what greedy decoding returns: the beams hold copies of one sequence.",
+      "Start from a single beam [bos_id]: beam_size identical beams tie, so each candidate comes beam_size times "
+      "and takes every slot. Then keep the beam_size best candidates of each step, not only the best one.")),
+    (dict(finished="dropped"), ("Candidates that end with <eos> are thrown away. " + _BEAM_FINISHED_HINTS[0],)),
+    (dict(answer="beams"), ("You return the best live beam although hypotheses have finished. "
+                            + _BEAM_FINISHED_HINTS[0],)),
+    (dict(finished="extended"), _BEAM_FINISHED_HINTS),
+    (dict(penalty=False),
+     ("The length penalty is missing: rank finished hypotheses by log P / ((5 + n) / 6) ** length_penalty, with "
+      "n the number of generated tokens (<eos> included).",
+      "Without it, raw log-probability favours short outputs, since every token adds a negative term (the paper "
+      "uses length_penalty = 0.6, Wu et al. 2016).")),
+    (dict(stop="first"),
+     ("You stop at the first finished hypothesis; keep searching until beam_size hypotheses have finished (or "
+      "max_new_tokens steps): a longer sentence can still be more probable.",)),
+]
+
+
+def _penalised(log_prob: float, tokens: list[int], length_penalty: float) -> float:
+    """A hypothesis's score as tl.beam_search ranks it: log P / ((5 + n) / 6) ** length_penalty, n tokens after <bos>."""
+    return log_prob / ((5 + len(tokens) - 1) / 6) ** length_penalty
+
+
 @_check("beam_search")
 def check_beam_search(decode_beam: Callable) -> str:
-    """Check ``decode_beam(model, src, max_new_tokens, bos_id, eos_id, beam_size) -> list[int]`` (the best
-    hypothesis of one source, ranked by total log-probability) against :func:`~transformer_lib.decoding.
-    beam_search` with ``length_penalty=0``: beam_size=1 must give greedy decoding, and wider beams the same
-    log-probability as the reference."""
+    """Check ``decode_beam(model, src, max_new_tokens, bos_id, eos_id, beam_size, length_penalty=0.0) -> list[int]``
+    (the best hypothesis of one source) against :func:`~transformer_lib.decoding.beam_search`: beam_size=1 must
+    give greedy decoding, and wider beams, with and without a length penalty, the same score as the reference.
+
+    Each case separates the reference from a classic mistake (see ``_BEAM_MISTAKES``); ``length_penalty`` is passed
+    only where it is not 0, so that the cases before it run on a signature without it.
+    """
     greedy_model, model = tiny_translator(), tiny_translator(seed=0, eos_bias=1.5)
-    cases = [("beam_size = 1 is greedy", greedy_model, _SRC[3:4], 8, 1),
-             ("beam_size = 3", model, _SRC[0:1], 8, 3),
-             ("no hypothesis ends", tiny_translator(seed=0, eos_bias=0.0), _SRC[2:3], 5, 3)]
-    for label, mdl, src, n, k in cases:
+    cases = [("beam_size = 1 is greedy", greedy_model, _SRC[3:4], 8, 1, 0.0),
+             ("beam_size = 3", model, _SRC[0:1], 8, 3, 0.0),
+             ("no hypothesis ends", tiny_translator(seed=0, eos_bias=0.0), _SRC[2:3], 5, 3, 0.0),
+             ("beam_size = 4", tiny_translator(seed=0, eos_bias=1.0), _SRC[0:1], 8, 4, 0.0),
+             ("the first hypothesis to end is not the best", tiny_translator(seed=1, eos_bias=2.0), _SRC[1:2], 8,
+              4, 0.0),
+             ("length_penalty = 0.6", tiny_translator(seed=1, eos_bias=1.0), _SRC[4:5], 8, 3, 0.6)]
+    for label, mdl, src, n, k, alpha in cases:
         inputs = f"{label}: {_describe(src=src)}, max_new_tokens = {n}, beam_size = {k}"
+        penalty = {"length_penalty": alpha} if alpha else {}
+        if alpha:
+            inputs += f", length_penalty = {alpha}"
         with torch.no_grad():
-            got = _call(decode_beam, mdl, src.clone(), n, BOS_ID, EOS_ID, k, inputs=inputs)
+            got = _call(decode_beam, mdl, src.clone(), n, BOS_ID, EOS_ID, k, inputs=inputs, **penalty)
         if isinstance(got, Tensor):
             got = got.reshape(-1).tolist()
         if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) for t in got):
             raise _Fail("decode_beam must return the best hypothesis as a list of ids.", f"Input: {inputs}",
                         ("Return best.tokens, e.g. [1, 7, 4, 2]: <bos>, the generated ids, <eos> if it ended.",))
-        best = beam_search(mdl, src, n, BOS_ID, EOS_ID, beam_size=k, length_penalty=0.0)[0][0]
+        best = beam_search(mdl, src, n, BOS_ID, EOS_ID, beam_size=k, length_penalty=alpha)[0][0]
         want = best.tokens.tolist()
         got = list(got)
         if got == want:
@@ -258,20 +337,25 @@ def check_beam_search(decode_beam: Callable) -> str:
             raise _Fail("The hypothesis is too long or holds ids outside the vocabulary.", details,
                         ("Generate at most max_new_tokens tokens after <bos>; token ids are indices of the "
                          "vocabulary axis of the logits.",))
-        score, ref_score = _log_prob(mdl, src, got), _log_prob(mdl, src, want)
-        details += f"\nlog-probability: expected {ref_score:.4f}, got {score:.4f}"
+        if EOS_ID in got[:-1]:
+            raise _Fail("The hypothesis goes on after <eos>.", details, _BEAM_FINISHED_HINTS)
+        score = _penalised(_log_prob(mdl, src, got), got, alpha)
+        ref_score = _penalised(_log_prob(mdl, src, want), want, alpha)
+        details += f"\n{'score' if alpha else 'log-probability'}: expected {ref_score:.6f}, got {score:.6f}"
         if abs(score - ref_score) < 1e-4:
-            continue  # a tie: another hypothesis with the same log-probability
-        if k == 1:
+            continue  # a tie: another hypothesis with the same score, within float32 rounding
+        hints = next((h for kw, h in _BEAM_MISTAKES if _beam_variant(mdl, src, n, k, alpha, **kw) == got), None)
+        if hints is None and k == 1:
             hints = ("With beam_size=1, beam search is greedy decoding: keep the single best candidate at every "
                      "step and stop when it emits <eos>.",)
-        elif score < ref_score:
+        elif hints is None and score < ref_score:
             hints = ("Your search missed a more probable sequence: at each step rank all beam_size x vocabulary "
                      "candidates together, by the sum of log-probabilities (log_softmax), not probabilities.",
                      "A candidate that ends with <eos> is finished: set it aside instead of extending it; keep "
                      "going down the ranked list until you have beam_size live beams.")
-        else:
+        elif hints is None:
             hints = ("Your search found a sequence the reference does not return: follow the stopping rule of "
                      "the docstring (stop once beam_size hypotheses have ended; return the best ended one).",)
         raise _Fail("The best hypothesis differs from the reference.", details, hints)
-    return f"All {len(cases)} cases match tl.beam_search (beam sizes 1 and 3; hypotheses that end, and that do not)."
+    return (f"All {len(cases)} cases match tl.beam_search (beam sizes 1, 3 and 4; hypotheses that end, and that do "
+            "not; with and without a length penalty).")

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from ...attention import MultiHeadAttention
 from ...masks import causal_mask
 from .attention import _MASK_IGNORED_HINTS, _SQRT_DK_HINTS, _attention_variant
-from .compare import _close, _describe, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
+from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
 from .core import _Fail, _call, _check, _fixed_seed, _seeded
 
 _SPLIT_HINTS = ("Heads were split wrongly: view the last axis as (H, D) first, giving (B, T, H, D), then "
@@ -200,7 +200,7 @@ def check_multi_head_attention(cls: Callable) -> str:
             "Test split_heads and merge_heads with their own checks first, then compare each step with the "
             "shapes in the docstring.")
         name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, dtype) else ("output", out, ref_out)
-        raise _Fail(f"The {name} differ from the reference.", f"Input: {inputs}\n{_row_diff(name, a, e, dtype)}",
+        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, dtype)}",
                     hints)
     return (f"All {len(cases)} cases match tl.MultiHeadAttention with your weights (self- and cross-attention, "
             "masks, a batch of one with length one, float64/float32/bfloat16).")

@@ -317,9 +317,9 @@ OVERFLOW = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
-def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser, site_url: str) -> None:
-    """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
+def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, height: int = 900) -> dict[str, list]:
+    """Run ``script`` (a JavaScript function returning a list of problems) on every built page, once MathJax has
+    typeset it; return {page: its first three problems} for the pages that have any."""
     pages = _site_pages()
     if not pages:
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
@@ -329,12 +329,22 @@ def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser
     try:
         for name in pages:
             page.goto(site_url + name, wait_until="load")
-            page.wait_for_timeout(300)
-            found = page.evaluate(OVERFLOW)
+            if page.locator(".math").count():
+                page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
+                                       timeout=DRAWN_TIMEOUT_MS)
+            page.wait_for_timeout(300)  # late layout (figures, fonts)
+            found = page.evaluate(script)
             if found:
                 problems[name] = found[:3]
     finally:
         context.close()
+    return problems
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser, site_url: str) -> None:
+    """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
+    problems = _scan_every_page(browser, site_url, OVERFLOW, width, height)
     assert not problems, problems
 
 
@@ -351,21 +361,5 @@ RAW_MATH = r"""() => {
 def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
     """MathJax typeset every formula: no "$", "\\(" or "\\[" is left in a page's text (a broken formula shows
     its source, as chapter 7's "$1 + 2 + \\dots" did)."""
-    pages = _site_pages()
-    if not pages:
-        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    page = context.new_page()
-    problems = {}
-    try:
-        for name in pages:
-            page.goto(site_url + name, wait_until="load")
-            if page.locator(".math").count():
-                page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
-                                       timeout=DRAWN_TIMEOUT_MS)
-            found = page.evaluate(RAW_MATH)
-            if found:
-                problems[name] = found[:3]
-    finally:
-        context.close()
+    problems = _scan_every_page(browser, site_url, RAW_MATH)
     assert not problems, problems

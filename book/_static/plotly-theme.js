@@ -28,9 +28,21 @@
   // Diagrams (layout.meta.fit_text_width) were laid out for that width: on a narrower screen their boxes shrink
   // with the figure, so their labels shrink by the same factor instead of spilling out.
   function fit(gd) {
-    if (window.Plotly && gd.layout && gd.clientWidth < 500 && !gd.tlNarrow) {  // phones: titles do not wrap
+    if (window.Plotly && gd.layout && gd.clientWidth < 500 && !gd.tlNarrow) {  // phones
       gd.tlNarrow = true;
-      window.Plotly.relayout(gd, {"title.font.size": 12, "legend.font.size": 10});
+      var narrow = {"title.font.size": 12, "legend.font.size": 10};  // titles do not wrap
+      Object.keys(gd.layout).forEach(function (key) {  // square heatmaps would use a third of the width
+        if (/^yaxis\d*$/.test(key) && gd.layout[key].scaleanchor) { narrow[key + ".scaleanchor"] = null; }
+      });
+      var sliders = gd.layout.sliders || [], menus = gd.layout.updatemenus || [];
+      if (sliders.length && menus.length) {  // a menu beside a slider (attention grids): the slider goes below it
+        narrow["sliders[0].x"] = 0;
+        narrow["sliders[0].len"] = 1;
+        narrow["sliders[0].pad.t"] = 95;
+        narrow["margin.b"] = ((gd.layout.margin && gd.layout.margin.b) || 80) + 60;
+        narrow.height = (gd.layout.height || 450) + 60;
+      }
+      window.Plotly.relayout(gd, narrow);
     }
     var design = gd.layout && gd.layout.meta && gd.layout.meta.fit_text_width;
     if (!window.Plotly || !design || gd.clientWidth >= design || gd.tlFitted) { return; }

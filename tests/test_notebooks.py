@@ -201,3 +201,13 @@ def test_chapter_opens_on_colab_with_its_library(path: Path) -> None:
     first = next(c for c in _read(path).cells if c.cell_type == "code")
     assert first.source == colab.cell_source(), "run: python scripts/colab_cell.py"
     assert "remove-cell" in first.metadata.get("tags", [])
+
+
+NUMBERED = [p for p in CHAPTERS if re.match(r"\d\d_", p.name)]
+
+
+@pytest.mark.parametrize("path", NUMBERED, ids=_ids(NUMBERED))
+def test_chapter_opens_with_its_goal_prerequisites_and_time(path: Path) -> None:
+    first = next(c for c in _read(path).cells if c.cell_type == "markdown").source
+    assert ":::{admonition} In this chapter" in first
+    assert all(part in first for part in ("**Goal:**", "**Assumes:**", "**Runs in:**")), first[-300:]

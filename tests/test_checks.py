@@ -548,10 +548,11 @@ def test_the_example_on_the_assignments_page_is_what_the_check_prints():
 
 
 def _beam(probabilities=False, copies=False, on_eos="set aside", stop_at_first=False, best_beam=False,
-          penalty=True):
+          penalty=True, one_beam_too_few=False):
     """decode_beam as a learner might write it, with at most one classic mistake."""
     def decode_beam(model, src, max_new_tokens, bos_id, eos_id, beam_size=4, length_penalty=0.0):
         memory = model.encode(src)
+        beam_size = max(beam_size - 1, 1) if one_beam_too_few else beam_size
         beams = [([bos_id], 0.0)] * (beam_size if copies else 1)
         finished = []
         for _ in range(max_new_tokens):
@@ -585,12 +586,13 @@ def test_the_learner_style_beam_search_without_a_mistake_passes():
 @pytest.mark.parametrize("fn, phrases", [
     (_beam(probabilities=True), ["You add probabilities", "log-probabilities"]),
     (_beam(copies=True), ["what greedy decoding returns", "Start from a single beam [bos_id]", "tie"]),
+    (_beam(one_beam_too_few=True), ["what greedy decoding returns", "fewer than beam_size different beams"]),
     (_beam(on_eos="drop"), ["Candidates that end with <eos> are thrown away"]),
     (_beam(on_eos="extend"), ["goes on after <eos>", "do not extend it"]),
     (_beam(best_beam=True), ["You return the best live beam although hypotheses have finished"]),
     (_beam(penalty=False), ["The length penalty is missing"]),
     (_beam(stop_at_first=True), ["You stop at the first finished hypothesis"]),
-], ids=["summed probabilities", "beams start as copies", "finished dropped", "finished extended",
+], ids=["summed probabilities", "beams start as copies", "one beam too few", "finished dropped", "finished extended",
         "best live beam returned", "no length penalty", "stops at the first finished"])
 def test_classic_beam_search_mistakes(fn, phrases):
     assert_fails_with(checks.check_beam_search(fn), *phrases)

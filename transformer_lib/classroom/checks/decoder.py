@@ -273,9 +273,9 @@ _BEAM_MISTAKES = [  # (keyword arguments of _beam_variant, hints), tried in this
       "P(sequence) is the product of its tokens' probabilities, so log P is the sum of their log-probabilities. "
       "A sum of probabilities is not a probability: it ranks the candidates in another order.")),
     (dict(start="copies"),  # identical beams tie at every step: the search is greedy decoding
-     ("Your search returns what greedy decoding returns: the beams hold copies of one sequence.",
+     ("Your search returns what greedy decoding returns: it keeps fewer than beam_size different beams.",
       "Start from a single beam [bos_id]: beam_size identical beams tie, so each candidate comes beam_size times "
-      "and takes every slot. Then keep the beam_size best candidates of each step, not only the best one.")),
+      "and takes every slot. Then keep the beam_size best candidates of each step.")),
     (dict(finished="dropped"), ("Candidates that end with <eos> are thrown away. " + _BEAM_FINISHED_HINTS[0],)),
     (dict(answer="beams"), ("You return the best live beam although hypotheses have finished. "
                             + _BEAM_FINISHED_HINTS[0],)),

@@ -38,6 +38,7 @@ __all__ = ["Exercise", "Assignment", "ASSIGNMENTS", "get_assignment", "student_s
            "generate", "notebook_namespace", "build_teacher_book", "main"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+ANSWER_HERE = "*Write your answer here.*"  # what a written answer becomes in the student notebook
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def student_source(source: str, *, code: bool = True) -> str:
                 out += [f"{indent}# YOUR CODE HERE",
                         f'{indent}raise NotImplementedError("{name}: not implemented yet")']
             else:
-                out.append("*Write your answer here.*")
+                out.append(ANSWER_HERE)
         elif marker == END:
             if not inside:
                 raise ValueError(f"source: line {number} closes a solution block that was never opened")
@@ -192,17 +193,16 @@ def _clean(nb: Any) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def generate(root: str | Path, *, check_only: bool = False) -> list[Path]:
-    """Write ``book/assignments/NN.ipynb`` for every ``assignments/NN.ipynb`` under ``root``.
+def generate(root: str | Path, *, check_only: bool = False, solutions: str | Path | None = None) -> list[Path]:
+    """Write ``book/assignments/NN.ipynb`` under ``root`` for every solution notebook ``NN.ipynb`` in
+    ``solutions`` (default: ``root/assignments``; a private folder keeps the solutions out of the repository).
 
     Returns the student notebooks that were (with ``check_only``: that would be) created or changed.
     """
     import nbformat
 
-    src_dir, dst_dir = Path(root) / "assignments", Path(root) / "book" / "assignments"
+    src_dir, dst_dir = _solutions_dir(root, solutions), Path(root) / "book" / "assignments"
     sources = sorted(src_dir.glob("[0-9][0-9]_*.ipynb"))
-    if not sources:
-        raise FileNotFoundError(f"root: no solution notebooks assignments/NN_name.ipynb under {root}")
     changed = []
     for src in sources:
         text = _clean(student_notebook(nbformat.read(src, as_version=4)))
@@ -213,6 +213,16 @@ def generate(root: str | Path, *, check_only: bool = False) -> list[Path]:
                 dst_dir.mkdir(parents=True, exist_ok=True)
                 dst.write_text(text, encoding="utf-8")
     return changed
+
+
+def _solutions_dir(root: str | Path, solutions: str | Path | None) -> Path:
+    """The folder of solution notebooks: ``solutions``, or ``root/assignments``; it must hold some."""
+    src_dir = Path(solutions) if solutions is not None else Path(root) / "assignments"
+    if not any(src_dir.glob("[0-9][0-9]_*.ipynb")):
+        where = f"solutions: no solution notebooks NN_name.ipynb in {src_dir}" if solutions is not None else \
+            f"root: no solution notebooks assignments/NN_name.ipynb under {root}"
+        raise FileNotFoundError(where)
+    return src_dir
 
 
 def notebook_namespace(path: str | Path, *, skip_tags: tuple[str, ...] = ("check",)) -> dict[str, Any]:
@@ -236,9 +246,11 @@ _NOT_COPIED = (".git", ".venv", "venv", "_build", "__pycache__", ".pytest_cache"
                "node_modules", "*.egg-info", ".jupyter_cache")
 
 
-def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = False) -> Path:
-    """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks in place of the student
-    ones; with ``build`` also run ``jupyter-book build dest``. Returns ``dest``.
+def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = False,
+                       solutions: str | Path | None = None) -> Path:
+    """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks (from ``solutions``,
+    default ``root/assignments``) in place of the student ones; with ``build`` also run
+    ``jupyter-book build dest``. Returns ``dest``.
 
     The public site only ever holds the student notebooks: hiding a cell on a page is not secrecy.
     """
@@ -247,8 +259,9 @@ def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = Fals
         raise ValueError(f"dest: must lie outside the repository {root}, got {dest}")
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"dest: expected a new or empty folder, got {dest}")
+    src_dir = _solutions_dir(root, solutions)
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
-    for solution in sorted((root / "assignments").glob("[0-9][0-9]_*.ipynb")):
+    for solution in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
         shutil.copyfile(solution, dest / "book" / "assignments" / solution.name)
     if build:
         subprocess.run(["jupyter-book", "build", str(dest)], check=True)
@@ -267,14 +280,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--teacher-book", type=Path, metavar="DIR",
                         help="copy the book to DIR with the solution notebooks in place of the student ones")
     parser.add_argument("--build", action="store_true", help="with --teacher-book: also run jupyter-book build DIR")
+    parser.add_argument("--nbgrader", type=Path, metavar="DIR",
+                        help="write an nbgrader course folder to DIR (source/<id>/<id>.ipynb, nbgrader_config.py)")
+    parser.add_argument("--solutions", type=Path, metavar="DIR",
+                        help="the folder of solution notebooks (default: ROOT/assignments); keep it private")
     args = parser.parse_args(argv)
+    if args.nbgrader:
+        from .nbgrader_export import export_course
+
+        written = export_course(args.nbgrader, _solutions_dir(args.root, args.solutions))
+        print(f"nbgrader course with {len(written)} assignments: {args.nbgrader}")
+        print(f"Then: cd {args.nbgrader} && nbgrader generate_assignment {written[0].stem}")
+        return 0
     if args.teacher_book:
-        dest = build_teacher_book(args.teacher_book, args.root, build=args.build)
+        dest = build_teacher_book(args.teacher_book, args.root, build=args.build, solutions=args.solutions)
         print(f"Teacher's copy with solutions: {dest}")
         if not args.build:
             print(f"Build it: jupyter-book build {dest}")
         return 0
-    changed = generate(args.root, check_only=args.check)
+    changed = generate(args.root, check_only=args.check, solutions=args.solutions)
     for path in changed:
         print(f"{'out of date' if args.check else 'wrote'}: {path.relative_to(args.root)}")
     if args.check and changed:

@@ -13,9 +13,11 @@ between nbgrader's markers::
 each marked block replaced by a stub that raises ``NotImplementedError`` (the signature and docstring stay), every
 output cleared, cells tagged ``solution-only`` dropped, and cells tagged ``demo`` (which call the learner's code)
 tagged ``raises-exception`` as well, so that executing a student notebook (nbval, the website build) expects their
-``NotImplementedError``. ``--check`` only reports whether the committed student notebooks are up to date, and
+``NotImplementedError``. ``--check`` only reports whether the committed student notebooks are up to date,
 ``--teacher-book DIR`` copies the book with the solutions in place of the student notebooks (build it with
-``jupyter-book build DIR``; never publish it).
+``jupyter-book build DIR``; never publish it), and ``--nbgrader DIR`` writes an nbgrader course folder
+(:mod:`transformer_lib.classroom.nbgrader_export`). ``--solutions PRIVATE_DIR`` reads the solution notebooks from
+a folder outside the repository instead of ``assignments/``, for a class whose answers must stay private.
 
 :data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines, the check of
 :mod:`transformer_lib.classroom.checks` that grades it, its points and whether it is an optional extension; the

@@ -249,6 +249,22 @@ def test_written_answers_one_row_per_question(tmp_path):
     assert rows[0]["points"] == "" and rows[0]["sha256"] == "00" * 32 and rows[0]["file_name"] == "ann.ipynb"
 
 
+def test_a_students_text_cannot_become_a_spreadsheet_formula_or_a_path(tmp_path):
+    graded = [answered(tmp_path, "ann", '=HYPERLINK("http://x", "click")'), answered(tmp_path, "eve", "+1"),
+              answered(tmp_path, "bob", "- a list item")]
+    graded[1].student = "../../etc/evil\nname"  # a name from a teacher's roster
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text('{"cells": [{"cell_type": "markdown", "source": 3}, "junk"], "nbformat": 4}')
+    graded.append(grade.GradedNotebook("cy", "03_attention", broken))
+    gradebook.write_gradebook(tmp_path / "out" / "grades.csv", graded, templates=TEMPLATES)
+    answers = {r["student"]: r["answer"] for r in read_csv(tmp_path / "out" / "grades_answers.csv")}
+    assert answers["ann"] == "'=HYPERLINK(\"http://x\", \"click\")" and answers["../../etc/evil\nname"] == "'+1"
+    assert answers["bob"] == "'- a list item" and answers["cy"] == ""
+    assert sorted(p.name for p in (tmp_path / "out" / "feedback").iterdir()) == [
+        "_.._etc_evil_name.md", "ann.md", "bob.md", "cy.md"]
+    assert [r["exercise"] for r in read_csv(tmp_path / "out" / "grades.csv")] == ["-"] * 4  # a lone dash stays
+
+
 # --------------------------------------------------------------------------------------------------------------
 # End to end, with kernels: a duplicate, an LMS file, a roster (two kernels; about 15 s of CPU)
 # --------------------------------------------------------------------------------------------------------------

@@ -89,12 +89,41 @@ def write_atomic(path: str | Path, text: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _cell(value: Any) -> Any:
+    """A text that a spreadsheet would run as a formula (a student's answer ``=HYPERLINK(...)``) gets a leading
+    apostrophe, so that it shows as text (OWASP's advice against CSV injection); numbers are left alone."""
+    formula = isinstance(value, str) and (value[:1] in ("=", "+", "@", "\t", "\r") or value[:1] == "-" != value)
+    return "'" + value if formula else value
+
+
 def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns))
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
     return buffer.getvalue()
+
+
+def _file_name(student: str) -> str:
+    """A student's name as a file name in the feedback folder (no separators, no leading dot)."""
+    return re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", student).lstrip(". ") or "_"
+
+
+def _markdown_cells(path: Path) -> list[tuple[str | None, str]]:
+    """``(id, source)`` of each markdown cell of a submitted notebook; none if it cannot be read."""
+    import nbformat
+
+    try:
+        cells = nbformat.read(path, as_version=4).get("cells", [])
+    except Exception:  # not JSON, not a notebook: its exercise rows say why
+        return []
+    found = []
+    for c in cells if isinstance(cells, list) else []:
+        if isinstance(c, dict) and c.get("cell_type") == "markdown":
+            source = c.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            found.append((c.get("id"), source if isinstance(source, str) else ""))
+    return found
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -200,21 +229,17 @@ def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dic
         if g.assignment not in ASSIGNMENTS or not template_path.exists():
             continue
         asked = [c for c in nbformat.read(template_path, as_version=4).cells if "answer" in c.metadata.get("tags", [])]
-        try:
-            cells = nbformat.read(g.path, as_version=4).cells
-        except Exception:  # an unreadable notebook has no answers; its exercise rows say why
-            cells = []
-        by_id = {c.get("id"): c for c in cells if c.get("cell_type") == "markdown"}
-        first_lines = [c for c in cells if c.get("cell_type") == "markdown"]
+        cells = _markdown_cells(Path(g.path))
+        by_id = dict(cells)
         common = {"student": g.student, "assignment": g.assignment, "points": "",
                   "file_name": getattr(g, "file_name", ""), "sha256": getattr(g, "sha256", "")}
         for k, question_cell in enumerate(asked):
-            cell = by_id.get(question_cell.get("id"))
-            if cell is None:  # a copy of the cell (new id): the k-th markdown cell that starts like the question
+            source = by_id.get(question_cell.get("id"))
+            if source is None:  # a copy of the cell (new id): the k-th markdown cell that starts like the question
                 heading = question_cell.source.splitlines()[0]
-                same = [c for c in first_lines if c.source.splitlines()[:1] == [heading]]
-                cell = same[k] if k < len(same) else None
-            answer = _answer(question_cell.source, cell.source) if cell is not None else ""
+                same = [text for _, text in cells if text.splitlines()[:1] == [heading]]
+                source = same[k] if k < len(same) else None
+            answer = _answer(question_cell.source, source) if source is not None else ""
             questions = _questions(question_cell.source) or [question_cell.source.splitlines()[0].lstrip("# ")]
             parts = _split_answer(answer, len(questions))
             if parts is None:
@@ -298,7 +323,7 @@ def write_gradebook(out: str | Path, graded: list[GradedNotebook], *, feedback_d
         answers = Path(answers) if answers else out.with_name(f"{out.stem}_answers.csv")
         written[answers] = write_atomic(answers, _csv_text(ANSWER_COLUMNS, answer_rows(graded, templates)))
     for student in sorted({g.student for g in graded}):
-        path = feedback_dir / f"{student}.md"
+        path = feedback_dir / f"{_file_name(student)}.md"
         written[path] = write_atomic(path, feedback_markdown(student, [g for g in graded if g.student == student]))
     lines = [f"{digest}  {_manifest_name(path.resolve(), manifest.resolve().parent)}\n"
              for path, digest in written.items()]

@@ -82,16 +82,19 @@ def messy_class(tmp_path):
     touch(c / "smithjohn_late_123_456_04_masks-1.ipynb", 1_000)
     touch(c / "doejane_77_03_attention.ipynb", 1_000)
     touch(c / "readme.ipynb", 1_000)
+    touch(c / "Jim Beam_4711_assignsubmission_file_" / "03_attention.ipynb", 1_000)  # Moodle's download in folders
+    touch(c / "__MACOSX" / "._smithjohn_123_03_attention.ipynb", 1_000)
+    touch(c / "._doejane_77_03_attention.ipynb", 1_000)
     (tmp_path / "roster.csv").write_text("student,lms_id,lms_name\nJohn Smith,123,\nJane Doe,,DoeJane\n"
-                                         "Alice A.,,alice\n", encoding="utf-8")
+                                         "Alice A.,,alice\nJames Beam,4711,\n", encoding="utf-8")
     return c
 
 
 def test_student_folders_lms_names_and_the_rule_for_duplicates(messy_class):
     found = {(s.student, s.assignment): s for s in collect_submissions(messy_class)}
     assert sorted(found) == [
-        ("alice", "03_attention"), ("bob", "03_attention"), ("carol", "04_masks"), ("doejane", "03_attention"),
-        ("readme", "readme"), ("smithjohn", "03_attention"), ("smithjohn", "04_masks")]
+        ("Jim Beam", "03_attention"), ("alice", "03_attention"), ("bob", "03_attention"), ("carol", "04_masks"),
+        ("doejane", "03_attention"), ("readme", "readme"), ("smithjohn", "03_attention"), ("smithjohn", "04_masks")]
     alice, bob, carol = found["alice", "03_attention"], found["bob", "03_attention"], found["carol", "04_masks"]
     assert alice.path.name == "03_attention (1).ipynb" and [p.name for p in alice.others] == ["03_attention.ipynb"]
     assert "not graded: 03_attention.ipynb" in alice.notes[-1] and "most recently modified of 2" in alice.notes[-1]
@@ -105,9 +108,9 @@ def test_student_folders_lms_names_and_the_rule_for_duplicates(messy_class):
 
 def test_a_roster_maps_lms_ids_and_names_and_folder_names(messy_class, tmp_path):
     roster = read_roster(tmp_path / "roster.csv")
-    assert roster == {"123": "John Smith", "doejane": "Jane Doe", "alice": "Alice A."}
+    assert roster == {"123": "John Smith", "doejane": "Jane Doe", "alice": "Alice A.", "4711": "James Beam"}
     found = {(s.student, s.assignment): s for s in collect_submissions(messy_class, roster)}
-    assert {"John Smith", "Jane Doe", "Alice A."} <= {student for student, _ in found}
+    assert {"John Smith", "Jane Doe", "Alice A.", "James Beam"} <= {student for student, _ in found}
     assert found["John Smith", "04_masks"].notes == ("Late, according to the LMS file name.",)
     assert found["bob", "03_attention"].notes[0] == "'bob' is not in the roster."
     assert found["Jane Doe", "03_attention"].notes == ()

@@ -10,7 +10,8 @@ Two layouts are read, and may be mixed in one folder:
 * a flat LMS bulk download, where the LMS puts the student and its own ids in front of the file name:
   ``smithjohn_123_03_attention.ipynb`` (``<student>_<id>_<file>``, Moodle and Canvas), Canvas's
   ``smithjohn_late_123_456_03_attention-1.ipynb`` (a late resubmission: two ids, and ``-1`` added to the
-  file name) and Moodle's ``John Smith_4711_assignsubmission_file_03_attention.ipynb``.
+  file name) and Moodle's ``John Smith_4711_assignsubmission_file_03_attention.ipynb``, or its download "in
+  folders", ``John Smith_4711_assignsubmission_file_/03_attention.ipynb``.
 
 An optional roster (a CSV with a ``student`` column and an ``lms_id`` and/or ``lms_name`` column) maps the LMS's
 ids and names, and student folder names, to the names the sheets show.
@@ -34,6 +35,7 @@ from .assignments import ASSIGNMENTS, Assignment
 __all__ = ["Submission", "assignment_for", "parse_lms_name", "read_roster", "collect_submissions"]
 
 _LMS_NAME = re.compile(r"(?P<name>.+?)(?P<late>_late)?_(?P<id>\d+)_(?P<rest>.+)", re.IGNORECASE)
+_MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<id>\d+)_assignsubmission_\w*")
 _COPY_NUMBER = re.compile(r"(?: \((\d+)\)|-(\d+))$")  # "03_attention (2)" from a browser, "03_attention-2" from Canvas
 
 
@@ -133,11 +135,15 @@ def collect_submissions(folder: str | Path, roster: dict[str, str] | None = None
         raise NotADirectoryError(f"submissions: expected a folder of student folders or LMS files, got {folder}")
     groups: dict[tuple[str, str, bool], list[tuple[Path, tuple[str, ...]]]] = {}
     for path in sorted(folder.glob("*/*.ipynb")) + sorted(folder.glob("*.ipynb")):
-        if path.parent != folder and path.parent.name.startswith("."):
-            continue
+        if path.name.startswith("._") or path.parent != folder and path.parent.name.startswith((".", "__MACOSX")):
+            continue  # checkpoints, and the resource forks that a zip made on macOS carries
         notes: list[str] = []
         if path.parent != folder:  # <student>/<assignment>.ipynb
             name, key, assignment = path.parent.name, path.parent.name.lower(), assignment_for(path)
+            moodle = _MOODLE_FOLDER.fullmatch(name)
+            if moodle:
+                name = moodle["name"]
+                key = moodle["id"] if roster and moodle["id"] in roster else name.lower()
         else:
             lms = parse_lms_name(path.name)
             if lms is None:

@@ -217,8 +217,9 @@ def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dic
     """One row per student per written question (:data:`ANSWER_COLUMNS`).
 
     ``templates`` is the folder of student notebooks handed out (``book/assignments``): its cells tagged
-    ``answer`` give the questions, and a submission's cell with the same id (else the same position among the
-    answer cells) gives the answer. An answer numbered ``1.``, ``2.``, ... like the questions is cut into one row
+    ``answer`` give the questions, and a submission's markdown cell with the same id (else, for a pasted copy
+    with a new id, the one that starts with the same heading) gives the answer: its lines that the template does
+    not have. An answer numbered ``1.``, ``2.``, ... like the questions is cut into one row
     per question; otherwise the whole answer goes on one row whose ``question`` is e.g. ``1-2``.
     """
     import nbformat

@@ -247,7 +247,8 @@ def _exercise_blocks(nb: nbformat.NotebookNode) -> dict[int, list[nbformat.Noteb
 @pytest.mark.parametrize("path", ENDING, ids=_ids(ENDING))
 def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
     """Every numbered chapter and appendix ends with a summary (its last section before the exercises and
-    references); every exercise has a folded hint and a solution: folded text, or a hidden code cell that runs."""
+    references); every exercise has a folded hint and a solution: folded text, or a folded code cell that runs and
+    asserts (``hide-cell``, so that its output does not give the answer away either)."""
     nb = _read(path)
     headings = [h.strip() for c in nb.cells if c.cell_type == "markdown" for h in HEADING.findall(c.source)]
     body = [h for h in headings if h not in ("Exercises", "References")]
@@ -270,7 +271,7 @@ def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
         if not re.search(FOLD.format(title="Solution"), prose, re.MULTILINE) and not code:
             problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
         for c in code:
-            if "hide-input" not in c.metadata.get("tags", []) or not any(isinstance(n, ast.Assert)
-                                                                       for n in ast.walk(_parse(c.source))):
-                problems.append(f"exercise {number}: its solution cell must be hidden (hide-input) and assert")
+            if not {"hide-cell", "hide-input"} & set(c.metadata.get("tags", [])) or not any(
+                    isinstance(n, ast.Assert) for n in ast.walk(_parse(c.source))):
+                problems.append(f"exercise {number}: its solution cell must be folded (hide-cell) and assert")
     assert not problems, problems

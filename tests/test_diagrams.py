@@ -66,8 +66,19 @@ def test_figure_1_is_read_from_the_model_so_it_follows_the_config() -> None:
     assert pre.count("LayerNorm") == 2 + 3 + 2  # before each sub-layer, and one final norm per stack
     assert "Add & Norm" not in pre and pre.count("final LayerNorm") == 2
     assert "(gelu)" in pre and "(learned)" in pre and "tied" not in pre and "√d_model" not in pre
-    with pytest.raises(TypeError, match="model: expected a transformer_lib Transformer"):
+    with pytest.raises(TypeError, match="model: expected a transformer_lib Transformer or TransformerConfig"):
         diagrams.transformer_diagram(tl.DecoderOnlyModel(tl.TransformerConfig(**SMALL)))
+
+
+def test_figure_1_from_a_config_draws_the_same_and_draws_no_random_numbers() -> None:
+    config = tl.TransformerConfig(**SMALL)
+    tl.seed_everything(0)
+    expected = torch.rand(3)
+    tl.seed_everything(0)
+    from_config = diagrams.transformer_diagram(config, highlight="add_norm", compact=True)
+    assert torch.equal(torch.rand(3), expected)  # a chapter's seeded numbers do not move
+    from_model = diagrams.transformer_diagram(tl.Transformer(config), highlight="add_norm", compact=True)
+    assert from_config.to_json() == from_model.to_json()
 
 
 def test_highlight_dims_every_box_outside_the_named_parts() -> None:
@@ -126,6 +137,11 @@ def test_cross_attention_diagram_has_target_queries_and_source_keys() -> None:
     text = _labels(ad.cross_attention_diagram(layer, tgt_len=3, src_len=7))
     assert "(1, 3, 32): T = 3" in text and "(1, 7, 32): S = 7" in text
     assert "(1, 4, 3, 7): T × S" in text and "(1, 3, 32): T rows" in text and "(1, 4, 7, 8) each" in text
+    tl.seed_everything(0)
+    expected = torch.rand(3)
+    tl.seed_everything(0)
+    ad.cross_attention_diagram(layer)  # a layer in training mode with dropout 0.1: it must not draw random numbers
+    assert torch.equal(torch.rand(3), expected) and layer.training
     with pytest.raises(ValueError, match="attn: this DecoderLayer has no cross-attention"):
         ad.cross_attention_diagram(tl.DecoderLayer(32, 4, 64, cross_attention=False))
 

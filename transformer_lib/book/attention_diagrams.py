@@ -158,8 +158,13 @@ def cross_attention_diagram(attn: nn.Module, tgt_len: int = 4, src_len: int = 6,
     weight = attn.qkv_proj.weight
     y = torch.zeros(1, tgt_len, attn.d_model, device=weight.device, dtype=weight.dtype)
     memory = torch.zeros(1, src_len, attn.d_model, device=weight.device, dtype=weight.dtype)
-    with torch.no_grad():
-        out, weights = attn(y, memory, memory, need_weights=True)  # (1, T, C), (1, H, T, S)
+    was_training = attn.training
+    attn.eval()  # no dropout: the picture draws no random numbers
+    try:
+        with torch.no_grad():
+            out, weights = attn(y, memory, memory, need_weights=True)  # (1, T, C), (1, H, T, S)
+    finally:
+        attn.train(was_training)
     H, D = attn.n_heads, attn.d_head
     boxes = [Box("y", f"decoder states Y\n{_shape(y)}: T = {tgt_len}", -1.6, 0, 2.8, 0.62, ORANGE),
              Box("memory", f"encoder memory M\n{_shape(memory)}: S = {src_len}", 1.6, 0, 2.8, 0.62, GREEN),

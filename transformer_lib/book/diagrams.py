@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
+import torch
 from torch import nn
 
 from ..embeddings import SinusoidalPositionalEncoding
@@ -254,17 +255,23 @@ def transformer_diagram(model: nn.Module, *, highlight: str | Iterable[str] | No
                         title: str | None = None, height: int = 700, backend: str = "plotly"):
     """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
     it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read
-    from the model's own modules, so the picture cannot disagree with the code it shows.
+    from the model's own modules, so the picture cannot disagree with the code it shows. Given a
+    :class:`~transformer_lib.TransformerConfig`, the model is built from it on the meta device (modules and
+    shapes only: no memory for weights, no random numbers drawn, so a chapter's seeded results do not move).
 
     ``highlight``: one part name or several, from :data:`FIGURE_1_PARTS` ("embedding", "self_attention",
     "add_norm", ...): the other boxes are greyed out, so a chapter can show where it sits in the architecture.
     ``compact``: one line per box (its first), the numbers moved to the hover text: a small figure (height ~440)
     that stays legible on a phone.
     """
-    from ..models import Transformer
+    from ..models import Transformer, TransformerConfig
 
+    if isinstance(model, TransformerConfig):  # built on the meta device: its modules and shapes, no weights, no RNG
+        with torch.device("meta"):
+            model = Transformer(model)
     if not isinstance(model, Transformer):
-        raise TypeError(f"model: expected a transformer_lib Transformer, got {type(model).__name__}")
+        raise TypeError(f"model: expected a transformer_lib Transformer or TransformerConfig, got "
+                        f"{type(model).__name__}")
     parts = _highlight_set(highlight)
     grey, orange, blue, green, purple = COLORS[5], COLORS[1], COLORS[0], COLORS[2], COLORS[4]
     colors = dict(attn=blue, ff=purple, norm=COLORS[3], frame=grey)

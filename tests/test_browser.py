@@ -367,7 +367,7 @@ def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
 
 # The pages with diagrams drawn from live modules (transformer_lib.book.diagrams, attention_diagrams, flow_diagrams)
 # and how many each shows: every numbered chapter opens with its part of Figure 1, plus the chapter's own.
-DIAGRAM_PAGES = {"intro.html": 1, "book/01_why_not_rnn.html": 1, "book/02_tokens_and_embeddings.html": 1,
+DIAGRAM_PAGES = {"book/intro.html": 1, "book/01_why_not_rnn.html": 1, "book/02_tokens_and_embeddings.html": 1,
                  "book/03_positional_encoding.html": 1, "book/04_attention.html": 2, "book/05_masks.html": 1,
                  "book/06_multi_head_attention.html": 5, "book/07_cross_attention_and_decoding.html": 3,
                  "book/08_training.html": 1, "book/appendix_notes_checked.html": 1}
@@ -381,7 +381,10 @@ DIAGRAMS = """() => {
     .map(gd => {
       const problems = [], shapes = gd.layout.shapes || [], notes = gd.layout.annotations || [];
       if (!gd.querySelector('.main-svg') || !shapes.length || !notes.length) { problems.push('not drawn'); }
-      if (gd.getBoundingClientRect().right > right) { problems.push('runs out of the column'); }
+      const svg = gd.querySelector('.main-svg');
+      if (Math.max(gd.getBoundingClientRect().right, svg ? svg.getBoundingClientRect().right : 0) > right) {
+        problems.push('runs out of the column');
+      }
       let measured = 0;
       notes.forEach((note, i) => {
         const s = shapes.findIndex(sh => sh.type === 'rect' && note.name && sh.name === note.name);

@@ -36,6 +36,14 @@ def test_arrows_run_straight_into_a_wide_box_and_bend_when_routed() -> None:
         diagrams.block_diagram(boxes, [diagrams.Arrow("a", "side", route="zigzag")])
 
 
+def test_a_title_too_long_for_a_phone_is_broken_in_two() -> None:
+    boxes = [diagrams.Box("a", "a", 0, 0)]
+    long = diagrams.block_diagram(boxes, title="The Transformer (base model): encoder (left), decoder (right)",
+                                  design_width=420)
+    assert long.layout.title.text == "The Transformer (base model):<br>encoder (left), decoder (right)"
+    assert long.layout.margin.t > diagrams.block_diagram(boxes, title="short", design_width=420).layout.margin.t
+
+
 def test_viz_re_exports_the_diagrams_the_chapters_use() -> None:
     assert viz.Box is diagrams.Box and viz.block_diagram is diagrams.block_diagram
 

@@ -94,10 +94,16 @@ def layout_diagram(fig: go.Figure, x_range: tuple[float, float], y_range: tuple[
                    title: str | None, height: int, design_width: int) -> go.Figure:
     """Hidden axes over the given ranges, a white page, and the width the labels were sized for: on a narrower
     screen the site shrinks the labels with the boxes (``meta.fit_text_width``, book/_static/plotly-theme.js)."""
+    lines = 0 if not title else 1
+    if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
+        spaces = [i for i, c in enumerate(title) if c == " "]
+        if spaces:
+            cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+            title, lines = title[:cut] + "<br>" + title[cut + 1:], 2
     fig.update_xaxes(visible=False, range=list(x_range), fixedrange=True)
     fig.update_yaxes(visible=False, range=list(y_range), fixedrange=True)
     fig.update_layout(title=title, height=height, plot_bgcolor="white", showlegend=False,
-                      margin=dict(l=10, r=10, t=50 if title else 10, b=10), meta=dict(fit_text_width=design_width))
+                      margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10), meta=dict(fit_text_width=design_width))
     return fig
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 import torch
@@ -19,6 +20,9 @@ from torch import nn
 
 from ..embeddings import SinusoidalPositionalEncoding
 from .style import COLORS, check_backend, mpl_figure
+
+if TYPE_CHECKING:
+    from ..models import Transformer, TransformerConfig
 
 __all__ = ["Box", "Arrow", "block_diagram", "transformer_diagram", "FIGURE_1_PARTS"]
 
@@ -257,7 +261,7 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
     return boxes, list(zip(names, names[1:]))
 
 
-def transformer_diagram(model: nn.Module, *, highlight: str | Iterable[str] | None = None, compact: bool = False,
+def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: str | Iterable[str] | None = None, compact: bool = False,
                         title: str | None = None, height: int = 700, backend: str = "plotly"):
     """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
     it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read

@@ -63,7 +63,8 @@ def test_figure_1_is_read_from_the_model_so_it_follows_the_config() -> None:
     assert "4 heads of d_k = 8" in post and "32 → 64 → 32 (relu)" in post
     assert post.count("Add &amp; Norm") + post.count("Add & Norm") == 2 + 3  # one per sub-layer, 2 + 3
     assert "final LayerNorm" not in post and "LayerNorm" not in post
-    assert "embedding<br>50 × 32 × √d_model" in post and "linear 32 → 60<br>(tied to the target embedding)" in post
+    assert "embedding<br>50 × 32 × √d_model" in post
+    assert "linear 32 → 60<br>(tied to the target embedding)" in post
     hovers = {a.name: a.hovertext for a in post_fig.layout.annotations if a.name}
     assert hovers["enc_stack"] == "encoder stack × N = 2 identical layers"
     assert any(a.text == "K, V" for a in post_fig.layout.annotations)  # the encoder output into cross-attention
@@ -101,7 +102,8 @@ def test_highlight_dims_every_box_outside_the_named_parts() -> None:
     assert "enc_feed_forward" not in grey and "enc_self_attention" in grey
     # compact: one line per box, the detail moved to the hover text
     labels = {a.name: a for a in fig.layout.annotations if a.name}
-    assert labels["enc_feed_forward"].text == "feed-forward" and "32 → 64 → 32" in labels["enc_feed_forward"].hovertext
+    assert labels["enc_feed_forward"].text == "feed-forward"
+    assert "32 → 64 → 32" in labels["enc_feed_forward"].hovertext
     assert diagrams.transformer_diagram(model, highlight="output").layout.shapes  # a single name is accepted
     for bad in ("attention", ["feed_forward", "ffn"], []):
         with pytest.raises(ValueError, match="highlight: expected one or more part names"):

@@ -124,7 +124,8 @@ def projection_diagram(mha: MultiHeadAttention, batch: int = 2, length: int = 5,
         heads = [mha._split(p) for p in parts]  # 3 x (B, H, T, D)
     C = mha.d_model
     boxes = [Box("x", f"x {_shape(x)}\n(B, T, d_model)", 0, 0, 3.0, 0.62, GREY),
-             Box("qkv", f"qkv_proj: one Linear\nweight {tuple(weight.shape)} = [W<sup>Q</sup>; W<sup>K</sup>; W<sup>V</sup>]", 0, 1.0, 4.2, 0.62,
+             Box("qkv", f"qkv_proj: one Linear\nweight {tuple(weight.shape)} = "
+                        "[W<sup>Q</sup>; W<sup>K</sup>; W<sup>V</sup>]", 0, 1.0, 4.2, 0.62,
                  ORANGE, hover=f"x @ weight.T: {_shape(x)} → {_shape(qkv)}, one product for all three"),
              Box("out", f"{_shape(qkv)}: chunk into three", 0, 1.95, 3.4, 0.5, ORANGE)]
     arrows = [("x", "qkv"), ("qkv", "out")]

@@ -261,8 +261,8 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
     return boxes, list(zip(names, names[1:]))
 
 
-def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: str | Iterable[str] | None = None, compact: bool = False,
-                        title: str | None = None, height: int = 700, backend: str = "plotly"):
+def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: str | Iterable[str] | None = None,
+                        compact: bool = False, title: str | None = None, height: int = 700, backend: str = "plotly"):
     """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
     it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read
     from the model's own modules, so the picture cannot disagree with the code it shows. Given a

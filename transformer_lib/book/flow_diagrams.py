@@ -62,7 +62,8 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
     K shape, or None for a decoder-only model).
     """
     if not hasattr(model, "start_decoding") or not hasattr(model, "decode_step"):
-        raise TypeError(f"model: expected a transformer_lib Transformer or DecoderOnlyModel, got {type(model).__name__}")
+        raise TypeError(f"model: expected a transformer_lib Transformer or DecoderOnlyModel, got "
+                        f"{type(model).__name__}")
     if not isinstance(steps, int) or not 1 <= steps <= 6:
         raise ValueError(f"steps: expected an int from 1 to 6 (the picture has one column per step), got {steps!r}")
     was_training = model.training
@@ -98,7 +99,8 @@ def kv_cache_diagram(model: nn.Module, prompt: torch.Tensor, steps: int = 3, *, 
     for s, step in enumerate(record):
         x0 = 1.2 + s * pitch
         fig.add_annotation(name=f"step{s + 1}", x=x0 + 0.9, y=top + 0.45, showarrow=False,
-                           text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""), font=dict(size=11))
+                           text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
+                           font=dict(size=11))
         for layer, shape in enumerate(step["self"]):
             length = shape[2]
             base = layer * row_h

@@ -275,3 +275,30 @@ def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
                     isinstance(n, ast.Assert) for n in ast.walk(_parse(c.source))):
                 problems.append(f"exercise {number}: its solution cell must be folded (hide-cell) and assert")
     assert not problems, problems
+
+
+@pytest.mark.parametrize("chapter, source", [
+    ("04_attention.ipynb", "tl.scaled_dot_product_attention"),
+    ("06_multi_head_attention.ipynb", "tl.MultiHeadAttention.forward"),
+])
+def test_the_explained_code_is_shown_whole(chapter: str, source: str) -> None:
+    """The chapter that explains attention shows the eager function, and the multi-head chapter the module's
+    forward, whole and unfolded: ``show_source`` of that object, as a cell's last expression, with
+    ``collapse_after`` at least as long as the source today."""
+    import inspect
+
+    import transformer_lib as tl
+
+    obj = eval(source, {"tl": tl})  # a dotted name from the list above, not user input
+    n_lines = inspect.getsource(obj).count("\n")
+    shown = []
+    for _, code in _code(_read(BOOK / chapter)):
+        last = _parse(code).body[-1:] if code.strip() else []
+        for node in last:
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                    ast.unparse(node.value.func) == "show_source" and \
+                    source in [ast.unparse(a) for a in node.value.args]:
+                limits = [k.value for k in node.value.keywords if k.arg == "collapse_after"]
+                shown.append(ast.literal_eval(limits[0]) if limits else 25)
+    assert shown, f"{chapter} never ends a cell with show_source({source}, ...)"
+    assert max(shown) >= n_lines, f"{chapter} folds {source} ({n_lines} lines) after {max(shown)} lines"

@@ -134,6 +134,8 @@ def test_token_strip_wraps_at_word_starts_and_keeps_every_token() -> None:
     assert [p for line in lines for p in line] == pieces
     assert [sum(map(len, line)) for line in lines] == [20, 16, 9]  # "▁symbols" would make line 2 too long
     assert all(line[0].startswith("▁") for line in lines[1:])  # a new line starts at a word, not inside one
+    narrow = viz.token_strip(pieces, line_chars=12)  # "er" overflows by one: the word stays whole on its line
+    assert list(narrow.data[0].customdata) == ["The", "▁token", "i", "z", "er"]
     assert list(fig.data[0].text) == ["The", "␣token", "i", "z", "er", "␣merges"]
     assert list(fig.data[0].x) == [3, 6, 1, 1, 2, 7] and list(fig.data[0].base) == [0, 3, 9, 10, 11, 13]
     assert viz.SPACE_LEGEND in fig.layout.annotations[0].text and fig.layout.title.text == "50 merges"

@@ -357,6 +357,8 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
             if page.locator(".math").count():
                 page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
                                        timeout=DRAWN_TIMEOUT_MS)
+            page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                                   ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
             page.wait_for_timeout(300)  # late layout (figures, fonts)
             found = page.evaluate(script)
             if found:
@@ -371,6 +373,49 @@ def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser
     """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
     problems = _scan_every_page(browser, site_url, OVERFLOW, width, height)
     assert not problems, problems
+
+
+PHONE_FIT = """() => {
+  const problems = [];
+  // a heatmap's plot (its panels, from the first one's left to the last one's right) uses most of the figure's
+  // width, or has square cells of 36 px or more (a small grid); its colour bar goes under it (plotly-theme.js)
+  document.querySelectorAll('.tl-plotly-figure.js-plotly-plot').forEach(gd => {
+    const heat = (gd._fullData || []).filter(t => t.type === 'heatmap' && t.visible !== false);
+    if (!heat.length) { return; }
+    const axes = Object.keys(gd._fullLayout).filter(k => /^xaxis\d*$/.test(k)).map(k => gd._fullLayout[k]);
+    const span = Math.max(...axes.map(a => a._offset + a._length)) - Math.min(...axes.map(a => a._offset));
+    const cell = gd._fullLayout.xaxis._length / heat[0].z[0].length;
+    if (span < 0.7 * gd.clientWidth && cell < 36) {
+      problems.push(`${gd.id}: heatmap ${Math.round(span)} of ${gd.clientWidth} px`);
+    }
+  });
+  // a displayed formula fits the column (scaled down by fit.js), unless it would need less than 60 % of its size
+  document.querySelectorAll('article.bd-article mjx-container[display="true"]').forEach(m => {
+    if (m.scrollWidth > m.parentElement.clientWidth + 1 && parseFloat(m.style.fontSize || '100') > 60) {
+      problems.push(`formula ${m.scrollWidth} px in ${m.parentElement.clientWidth} px: ${m.textContent.slice(0, 30)}`);
+    }
+  });
+  // printed text that is not a table of aligned columns wraps instead of scrolling
+  document.querySelectorAll('.cell_output .output.stream pre, .cell_output .output.text_plain pre').forEach(pre => {
+    if (!window.tlLooksTabular(pre.textContent) && pre.scrollWidth > pre.clientWidth + 1) {
+      problems.push(`printed text scrolls: ${pre.textContent.slice(0, 40)}`);
+    }
+  });
+  return problems;
+}"""
+
+
+def test_a_phone_shows_heatmaps_formulas_and_printed_text_at_the_column_width(browser, site_url: str) -> None:
+    """At 390 px: every heatmap's plot spans at least 70 % of its figure, every displayed formula fits the column,
+    and printed text wraps (book/_static/plotly-theme.js and fit.js), on every page."""
+    problems = _scan_every_page(browser, site_url, PHONE_FIT, 390, 844)
+    assert not problems, problems
+    visit = Visit(browser, site_url + "book/intro.html")
+    try:  # what counts as a table of aligned columns, which keeps its lines and scrolls
+        assert visit.page.evaluate("() => [tlLooksTabular('T =    16: RNN   16 steps\\nT =    64: RNN   64 steps'),"
+                                   " tlLooksTabular(\"tokens : ['The', '▁model', '▁sees']\\nIDs : [1, 2]\")]") == [True, False]
+    finally:
+        visit.close()
 
 
 RAW_MATH = r"""() => {

@@ -62,18 +62,37 @@
     var margin = set(layout, "margin", {});
     margin.l = Math.min(margin.l === undefined ? 60 : margin.l, 10);  // axis labels add their own room
     margin.r = Math.min(margin.r === undefined ? 20 : margin.r, 10);
+    var axisBelow = 0;  // px an x axis at the bottom takes under the plot (tick labels, title)
     Object.keys(layout).forEach(function (key) {
-      if (/^[xy]axis\d*$/.test(key)) {
-        set(layout[key], "tickfont", {size: 10});
-        if (layout[key].title && typeof layout[key].title === "object") { set(layout[key].title, "font", {size: 12}); }
+      var axis = layout[key];
+      if (!/^[xy]axis\d*$/.test(key) || !axis) { return; }
+      set(axis, "tickfont", {size: 10});
+      var titled = axis.title && (typeof axis.title === "string" || axis.title.text);
+      if (axis.title && typeof axis.title === "object") {
+        set(axis.title, "font", {size: 12});
+        if (typeof axis.title.text === "string") {  // "key (attended to) · ␣ = ▁, ...": the legend on its own line
+          axis.title.text = axis.title.text.replace(" · ", "<br>");
+        }
       }
+      if (key[0] === "x" && axis.side !== "top" && axis.visible !== false) {
+        axisBelow = Math.max(axisBelow, 22 + (titled ? 20 : 0));
+      }
+      if (Array.isArray(axis.ticktext)) {  // long labels (whole sentences) would take half the width: cut them
+        axis.ticktext = axis.ticktext.map(function (t) {
+          return typeof t === "string" && t.length > 14 ? t.slice(0, 13) + "…" : t;
+        });
+      }
+    });
+    (layout.annotations || []).forEach(function (a) {  // subplot titles side by side would run into each other
+      set(a, "font", {size: Math.min((a.font && a.font.size) || 12, 11)});
     });
     var below = 0;
     data.forEach(function (trace) {
       if (trace.type === "heatmap" && trace.showscale !== false) {
-        set(trace, "colorbar", {orientation: "h", x: 0.5, xanchor: "center", y: 0, yanchor: "top", ypad: 8,
-                                thickness: 10, len: 1, lenmode: "fraction", tickfont: {size: 10}});
-        below = BELOW;  // margins grow by this; controls under the plot move down by less (they had a gap)
+        set(trace, "colorbar", {orientation: "h", x: 0.5, xanchor: "center", y: 0, yanchor: "top",
+                                ypad: 8 + axisBelow, thickness: 10, len: 1, lenmode: "fraction",
+                                tickfont: {size: 10}});
+        below = BELOW + axisBelow;  // margins grow by this; controls under the plot move down by less (they had a gap)
       }
     });
     var sliders = layout.sliders || [], menus = layout.updatemenus || [], extra = below;
@@ -106,8 +125,18 @@
     }
   };
   function heatmapCells(gd) {  // rows and columns of the first heatmap (its z as drawn, decoded), or null
-    var t = (gd._fullData || []).filter(function (d) { return d.type === "heatmap"; })[0];
+    var t = (gd._fullData || []).filter(function (d) { return d.type === "heatmap" && d.visible === true; })[0];
     return t && t.z && t.z.length && t.z[0].length ? {rows: t.z.length, cols: t.z[0].length} : null;
+  }
+  function menusFromTheEdge(gd) {  // a menu under the plot starts at the figure's left edge, not the plot's
+    var size = gd._fullLayout && gd._fullLayout._size, update = {};
+    (gd.layout.updatemenus || []).forEach(function (m, i) {
+      if (size && size.w > 0 && (m.y === undefined ? 1 : m.y) <= 0 && (m.x || 0) <= 0.01) {
+        update["updatemenus[" + i + "].x"] = -(size.l - 4) / size.w;
+        update["updatemenus[" + i + "].xanchor"] = "left";
+      }
+    });
+    return Object.keys(update).length ? window.Plotly.relayout(gd, update) : Promise.resolve();
   }
   function squareCells(gd) {
     var size = gd._fullLayout && gd._fullLayout._size, cells = heatmapCells(gd), update = {};
@@ -121,7 +150,11 @@
       squares.forEach(function (key) { update[key + ".scaleanchor"] = null; });
     }
     update.height = Math.round(gd.layout.height - size.h + cell * cells.rows);
-    return window.Plotly.relayout(gd, update);
+    return window.Plotly.relayout(gd, update).then(function () {
+      // the new height may move the automatic margins (titles, labels): correct the plot's height once more
+      var after = gd._fullLayout._size, short = Math.round(cell * cells.rows - after.h);
+      if (Math.abs(short) > 1) { return window.Plotly.relayout(gd, {height: gd.layout.height + short}); }
+    });
   }
   function fitDiagram(gd) {
     // Diagrams (layout.meta.fit_text_width) were laid out for that width: on a narrower screen their boxes shrink
@@ -139,7 +172,9 @@
   }
   window.tlPlotlyTheme = function (gd) {
     if (!window.Plotly || !gd || !gd.layout) { return Promise.resolve(); }
-    return Promise.resolve(gd.tlNarrow ? squareCells(gd) : fitDiagram(gd)).then(function () { apply(gd); });
+    var narrow = gd.tlNarrow ? Promise.resolve(squareCells(gd)).then(function () { return menusFromTheEdge(gd); })
+                             : fitDiagram(gd);
+    return Promise.resolve(narrow).then(function () { apply(gd); });
   };
   new MutationObserver(function () {
     document.querySelectorAll(".tl-plotly-figure.js-plotly-plot").forEach(apply);

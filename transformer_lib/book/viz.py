@@ -282,8 +282,8 @@ def token_strip(pieces: Sequence[str], *, title: str | None = None, line_chars: 
             hovertemplate="%{customdata}<extra></extra>", showlegend=False))
         index += len(line)
     legend = "grey: a single character" + (f" · {SPACE_LEGEND}" if any(SPACE_MARK in p for p in pieces) else "")
-    fig.update_layout(title=title, height=130 + 46 * len(lines), bargap=0.25, barmode="overlay",
-                      uniformtext=dict(minsize=10, mode="show"), margin=dict(l=10, r=10, t=60, b=40),
+    fig.update_layout(title=title, height=190 + 46 * len(lines), bargap=0.25, barmode="overlay",  # room for a slider
+                      uniformtext=dict(minsize=10, mode="show"), margin=dict(l=10, r=10, t=60, b=100),
                       xaxis=dict(visible=False, range=[-0.2, line_chars + 0.2]),
                       yaxis=dict(visible=False, autorange="reversed"),
                       annotations=[dict(text=legend, x=0, xref="paper", xanchor="left", y=0, yref="paper",

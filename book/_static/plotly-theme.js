@@ -104,6 +104,11 @@
       set(layout.legend, "font", {size: 10});
     }
     menus.forEach(function (m) { set(m, "font", {size: 10}); });  // a menu's width follows its longest entry
+    if (menus.some(function (m) { return m.y > 1; })) {  // buttons over the plot: the title goes above them
+      margin.t = (margin.t === undefined ? 60 : margin.t) + 30;
+      layout.height = (layout.height || 450) + 30;
+      Object.assign(layout.title, {y: 0.99, yanchor: "top", yref: "container"});
+    }
     if (sliders.length && menus.length) {
       layout.sliders = [phoneSlider(sliders[0], below)].concat(sliders.slice(1));
       menus.forEach(function (m) {  // a menu that replaces the slider (a new layer, a new set of heads) does too

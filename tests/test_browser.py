@@ -223,52 +223,77 @@ def test_pages_stay_under_the_weight_budget() -> None:
     assert not heavy, f"pages over {PAGE_BUDGET_KB} KB: {heavy}"
 
 
-# The pages whose kernel-free twins of live controls are checked below (transformer_lib.book.controls).
-TWIN_PAGES = ["book/intro.html", "book/01_why_not_rnn.html", "book/02_tokens_and_embeddings.html",
-              "book/03_positional_encoding.html", "book/04_attention.html", "book/05_masks.html",
-              "book/06_multi_head_attention.html", "book/07_cross_attention_and_decoding.html"]
-SWITCHABLE = ("() => [...document.querySelectorAll('.js-plotly-plot')].filter(d => d.layout &&"
-              " ((d.layout.sliders || []).length || (d.layout.updatemenus || []).length))")
+# Controls on the site: kernel-free twins of live controls (transformer_lib.book.controls: HTML menus and plotly
+# sliders or menus), the pretrained appendix's explorer, and any other <select> or plotly control. A page whose HTML
+# holds one of these marks must show at least one working control in the browser.
+CONTROL_MARKS = re.compile(r'"(sliders|updatemenus)": \[\{|tl-precomputed|<select|createElement\("select"\)')
+# ipywidgets controls are dead without a kernel: none may reach the site (their outputs are removed at build time).
+IPYWIDGET_CONTROLS = """() => [...document.querySelectorAll('.jupyter-widgets, .widget-subarea, [class*="widget-"]')]
+  .filter(el => el.matches('input, select, button, textarea, .widget-slider, .widget-hslider, .widget-vslider,'
+                           + ' .widget-dropdown, .widget-text, .widget-toggle-buttons, .widget-checkbox, .widget-play')
+                || el.querySelector('input, select, button, textarea'))
+  .map(el => el.className)"""
+PLOTLY_CONTROLLED = ("() => [...document.querySelectorAll('.js-plotly-plot')].filter(d => d.layout &&"
+                     " ((d.layout.sliders || []).length || (d.layout.updatemenus || []).length))")
+PRESS_EVERY_PLOTLY_CONTROL = f"""async () => {{
+  // For each plotly figure with controls, and each of its sliders and menus: press a step other than the active
+  // one, as plotly does when the reader moves it, and report whether what is drawn (traces shown, layout) changed.
+  const drawn = gd => JSON.stringify([gd.data.map(t => t.visible), gd.layout],
+      (k, v) => (k.startsWith('_') || k === 'sliders' || k === 'updatemenus') ? undefined : v);
+  const results = [];
+  for (const gd of ({PLOTLY_CONTROLLED})()) {{
+    const controls = [...(gd.layout.sliders || []), ...(gd.layout.updatemenus || [])];
+    for (let c = 0; c < controls.length; c++) {{
+      const steps = controls[c].steps || controls[c].buttons;
+      const active = controls[c].active || 0;
+      const step = steps[active === steps.length - 1 ? 0 : steps.length - 1];
+      const before = drawn(gd);
+      await Plotly[step.method](gd, ...step.args);
+      results.push({{figure: gd.id, control: c, changed: drawn(gd) !== before}});
+    }}
+  }}
+  return results;
+}}"""
 
 
-@pytest.mark.parametrize("name", TWIN_PAGES)
+@pytest.mark.parametrize("name", _site_pages() or ["<no built site>"])
 def test_every_control_on_the_page_changes_what_is_drawn(name: str, browser, site_url: str) -> None:
-    """Each HTML twin's menus and each plotly figure's slider or menu, moved in the page with no kernel, shows a
-    different view; and no ipywidgets control (dead without a kernel) is left on the page."""
+    """Every page of the built site: each menu (HTML twins, the pretrained explorer) and each plotly slider or
+    menu, moved in the page with no kernel, shows a different view; and no ipywidgets control (dead without a
+    kernel) is left on the page. A page whose HTML promises a control must show at least one that works."""
     if not (SITE / name).exists():
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    html = (SITE / name).read_text(encoding="utf-8")
+    if html.startswith('<meta http-equiv="Refresh"'):
+        pytest.skip(f"{name} only redirects; its target is checked under its own name")
+    promised = bool(CONTROL_MARKS.search(html))
     visit = Visit(browser, site_url + name)
     page = visit.page
     try:
-        assert page.locator(".widget-slider, .widget-dropdown, .widget-text, .widget-toggle-buttons").count() == 0
-        twins = page.locator(".tl-precomputed")
-        for i in range(twins.count()):
-            root = twins.nth(i)
-            for j in range(root.locator("select").count()):
-                menu = root.locator("select").nth(j)
-                before = root.locator("[data-view]:not([hidden])").inner_html()
-                seen = set()
-                for option in menu.locator("option").all_inner_texts():  # two settings may look alike; not all
-                    menu.select_option(option)
-                    assert root.locator("[data-view]:not([hidden])").count() == 1, f"{name}: twin {i}, {option}"
-                    seen.add(root.locator("[data-view]:not([hidden])").inner_html())
-                assert len(seen) > 1 and before in seen, f"{name}: twin {i}, menu {j} changes nothing"
+        assert page.evaluate(IPYWIDGET_CONTROLS) == [], f"{name}: ipywidgets controls left on the site"
         page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
                                ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
-        n = page.evaluate(f"() => ({SWITCHABLE})().length")
-        for k in range(n):
-            # press the control's last step (or menu entry) as plotly does, then read what is drawn
-            changed = page.evaluate(f"""async () => {{
-                const gd = ({SWITCHABLE})()[{k}];
-                const control = (gd.layout.sliders || [])[0] || gd.layout.updatemenus[0];
-                const steps = control.steps || control.buttons;
-                const shown = () => gd.data.map(t => t.visible !== false && t.visible !== 'legendonly').join();
-                const before = shown() + gd.layout.title.text;
-                const step = steps[steps.length - 1 === control.active ? 0 : steps.length - 1];
-                await Plotly[step.method](gd, ...step.args);
-                return (shown() + gd.layout.title.text) !== before;
-            }}""")
-            assert changed, f"{name}: plotly control {k} changed nothing"
+        # the live translator's menus act when its Translate button is pressed: tests/test_browser_translator.py
+        menus = page.locator("article.bd-article select:not(.tl-live-translator select)")
+        for j in range(menus.count()):
+            menu = menus.nth(j)
+            # what the menu switches: its twin, or else the cell output (or element with an id) that holds it
+            view = menu.locator("xpath=ancestor::*[contains(@class, 'tl-precomputed') or contains(@class, "
+                                "'cell_output') or @id][1]")
+            twin = view.evaluate("v => v.classList.contains('tl-precomputed')")
+            before = view.inner_html()
+            seen = set()
+            for value in menu.evaluate("m => [...m.options].map(o => o.value)"):  # two settings may look alike
+                menu.select_option(value)
+                if twin:
+                    assert view.locator("[data-view]:not([hidden])").count() == 1, f"{name}: menu {j}, {value}"
+                seen.add(view.inner_html())
+            assert len(seen) > 1 and before in seen, f"{name}: menu {j} changes nothing"
+        pressed = page.evaluate(PRESS_EVERY_PLOTLY_CONTROL)
+        dead = [p for p in pressed if not p["changed"]]
+        assert not dead, f"{name}: plotly controls that change nothing: {dead}"
+        found = menus.count() + len(pressed)
+        assert found > 0 or not promised, f"{name}: its HTML holds controls, but none works in the browser"
         assert not visit.errors, visit.errors
     finally:
         visit.close()
@@ -332,6 +357,8 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
             if page.locator(".math").count():
                 page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
                                        timeout=DRAWN_TIMEOUT_MS)
+            page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                                   ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
             page.wait_for_timeout(300)  # late layout (figures, fonts)
             found = page.evaluate(script)
             if found:
@@ -346,6 +373,49 @@ def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser
     """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
     problems = _scan_every_page(browser, site_url, OVERFLOW, width, height)
     assert not problems, problems
+
+
+PHONE_FIT = """() => {
+  const problems = [];
+  // a heatmap's plot (its panels, from the first one's left to the last one's right) uses most of the figure's
+  // width, or has square cells of 36 px or more (a small grid); its colour bar goes under it (plotly-theme.js)
+  document.querySelectorAll('.tl-plotly-figure.js-plotly-plot').forEach(gd => {
+    const heat = (gd._fullData || []).filter(t => t.type === 'heatmap' && t.visible !== false);
+    if (!heat.length) { return; }
+    const axes = Object.keys(gd._fullLayout).filter(k => /^xaxis\d*$/.test(k)).map(k => gd._fullLayout[k]);
+    const span = Math.max(...axes.map(a => a._offset + a._length)) - Math.min(...axes.map(a => a._offset));
+    const cell = gd._fullLayout.xaxis._length / heat[0].z[0].length;
+    if (span < 0.7 * gd.clientWidth && cell < 36) {
+      problems.push(`${gd.id}: heatmap ${Math.round(span)} of ${gd.clientWidth} px`);
+    }
+  });
+  // a displayed formula fits the column (scaled down by fit.js), unless it would need less than 60 % of its size
+  document.querySelectorAll('article.bd-article mjx-container[display="true"]').forEach(m => {
+    if (m.scrollWidth > m.parentElement.clientWidth + 1 && parseFloat(m.style.fontSize || '100') > 60) {
+      problems.push(`formula ${m.scrollWidth} px in ${m.parentElement.clientWidth} px: ${m.textContent.slice(0, 30)}`);
+    }
+  });
+  // printed text that is not a table of aligned columns wraps instead of scrolling
+  document.querySelectorAll('.cell_output .output.stream pre, .cell_output .output.text_plain pre').forEach(pre => {
+    if (!window.tlLooksTabular(pre.textContent) && pre.scrollWidth > pre.clientWidth + 1) {
+      problems.push(`printed text scrolls: ${pre.textContent.slice(0, 40)}`);
+    }
+  });
+  return problems;
+}"""
+
+
+def test_a_phone_shows_heatmaps_formulas_and_printed_text_at_the_column_width(browser, site_url: str) -> None:
+    """At 390 px: every heatmap's plot spans at least 70 % of its figure, every displayed formula fits the column,
+    and printed text wraps (book/_static/plotly-theme.js and fit.js), on every page."""
+    problems = _scan_every_page(browser, site_url, PHONE_FIT, 390, 844)
+    assert not problems, problems
+    visit = Visit(browser, site_url + "book/intro.html")
+    try:  # what counts as a table of aligned columns, which keeps its lines and scrolls
+        assert visit.page.evaluate("() => [tlLooksTabular('T =    16: RNN   16 steps\\nT =    64: RNN   64 steps'),"
+                                   " tlLooksTabular(\"tokens : ['The', '▁model', '▁sees']\\nIDs : [1, 2]\")]") == [True, False]
+    finally:
+        visit.close()
 
 
 RAW_MATH = r"""() => {

@@ -97,6 +97,54 @@ def test_positional_encoding_heatmap_is_centred_on_zero() -> None:
     assert [(round(float(p), 9), c) for p, c in trace.colorscale] == [(round(float(p), 9), c) for p, c in expected]
 
 
+# ------------------------------------------------------------------------------------- tokens in figures
+def test_figures_show_the_word_start_mark_as_a_visible_space_with_a_legend() -> None:
+    """The tokenizers' "▁" (drawn by fonts as a heavy underline) appears as "␣" in every label, with one legend."""
+    tokens = ["<bos>", "the", "▁cat", "▁sat"]
+    fig = viz.attention_heatmap(_weights(4, 4), tokens, tokens)
+    assert list(fig.layout.xaxis.ticktext) == ["<bos>", "the", "␣cat", "␣sat"]
+    assert list(fig.layout.yaxis.ticktext) == ["<bos>", "the", "␣cat", "␣sat"]
+    assert fig.layout.xaxis.title.text == "key (attended to) · ␣ = ▁, a space before the word"
+    assert fig.data[0].customdata[2][3].tolist() == ["␣cat", "␣sat"]  # hover as well
+    plain = viz.attention_heatmap(_weights(2, 2), ["a", "b"], ["a", "b"])
+    assert plain.layout.xaxis.title.text == "key (attended to)"  # no mark, no legend
+    grid = viz.attention_grid(torch.rand(1, 2, 4, 4).softmax(-1), tokens, tokens)
+    assert "␣cat" in grid.layout.xaxis.ticktext and "␣" in grid.layout.xaxis.title.text
+    mask = viz.mask_heatmap(torch.ones(4, 4, dtype=torch.bool), tokens, tokens)
+    assert "␣sat" in mask.layout.yaxis.ticktext
+    assert viz.token_label("▁cat") == "␣cat" and viz.token_label(7) == "7"
+
+
+def test_heatmap_writes_tokens_in_its_cells_at_a_readable_size() -> None:
+    z = np.array([[1.0, 0.0], [1.0, 1.0]])
+    fig = viz.heatmap(z, ["s0", "s1"], ["t=0", "t=1"], cell_text=[["<bos>", "<pad>"], ["▁cat", "x"]],
+                      show_scale=False)
+    (trace,) = fig.data
+    assert [list(row) for row in trace.text] == [["<bos>", "<pad>"], ["␣cat", "x"]]
+    assert trace.texttemplate == "%{text}" and trace.textfont.size == 12 and trace.showscale is False
+    assert fig.layout.xaxis.title.text == viz.SPACE_LEGEND  # the legend, as there is no other x title
+    with pytest.raises(ValueError, match=r"cell_text: expected 2 rows of 2 strings to match z, got \[2, 1\]"):
+        viz.heatmap(z, cell_text=[["a", "b"], ["c"]])
+
+
+def test_token_strip_wraps_at_word_starts_and_keeps_every_token() -> None:
+    pieces = ["The", "▁token", "i", "z", "er", "▁merges", "▁common", "▁pairs", "▁of", "▁symbols", "."]
+    fig = viz.token_strip(pieces, title="50 merges", line_chars=20)
+    lines = [list(t.customdata) for t in fig.data]  # one bar trace per line, hover = the raw tokens
+    assert [p for line in lines for p in line] == pieces
+    assert [sum(map(len, line)) for line in lines] == [20, 16, 9]  # "▁symbols" would make line 2 too long
+    assert all(line[0].startswith("▁") for line in lines[1:])  # a new line starts at a word, not inside one
+    narrow = viz.token_strip(pieces, line_chars=12)  # "er" overflows by one: the word stays whole on its line
+    assert list(narrow.data[0].customdata) == ["The", "▁token", "i", "z", "er"]
+    assert list(fig.data[0].text) == ["The", "␣token", "i", "z", "er", "␣merges"]
+    assert list(fig.data[0].x) == [3, 6, 1, 1, 2, 7] and list(fig.data[0].base) == [0, 3, 9, 10, 11, 13]
+    assert viz.SPACE_LEGEND in fig.layout.annotations[0].text and fig.layout.title.text == "50 merges"
+    assert len(viz.token_strip(list("abc")).data) == 1  # short text: one line, no space mark, no legend for it
+    assert viz.SPACE_LEGEND not in viz.token_strip(list("abc")).layout.annotations[0].text
+    with pytest.raises(ValueError, match=r"pieces: expected a non-empty list of token strings, got 'abc'"):
+        viz.token_strip("abc")
+
+
 # ------------------------------------------------------------------------------------------ attention grid
 def test_attention_grid_has_a_layer_menu_and_a_head_slider() -> None:
     n_layers, n_heads = 2, 3

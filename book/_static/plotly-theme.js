@@ -25,27 +25,147 @@
     gd.tlDark = dark;
     window.Plotly.relayout(gd, Object.assign({}, dark ? DARK : LIGHT, axes(gd, dark)));
   }
-  // Diagrams (layout.meta.fit_text_width) were laid out for that width: on a narrower screen their boxes shrink
-  // with the figure, so their labels shrink by the same factor instead of spilling out.
-  function fit(gd) {
-    if (window.Plotly && gd.layout && gd.clientWidth < 500 && !gd.tlNarrow) {  // phones
-      gd.tlNarrow = true;
-      var narrow = {"title.font.size": 12, "legend.font.size": 10};  // titles do not wrap
-      Object.keys(gd.layout).forEach(function (key) {  // square heatmaps would use a third of the width
-        if (/^yaxis\d*$/.test(key) && gd.layout[key].scaleanchor) { narrow[key + ".scaleanchor"] = null; }
-      });
-      var sliders = gd.layout.sliders || [], menus = gd.layout.updatemenus || [];
-      if (sliders.length && menus.length) {  // a menu beside a slider (attention grids): the slider goes below it
-        narrow["sliders[0].x"] = 0;
-        narrow["sliders[0].len"] = 1;
-        narrow["sliders[0].pad.t"] = 95;
-        narrow["margin.b"] = ((gd.layout.margin && gd.layout.margin.b) || 80) + 60;
-        narrow.height = (gd.layout.height || 450) + 60;
-      }
-      window.Plotly.relayout(gd, narrow);
+  // Phones. The figures are laid out for the desktop column (about 690 px); at 360 px their margins, a colour bar
+  // beside the plot and a legend on the right would leave the plot a third of the width. So, before the figure is
+  // first drawn (window.tlPlotlyPrepare, called by transformer_lib.book.site): thin margins, small tick labels, the
+  // colour bar and the legend under the plot, the controls under them; after it is drawn: square heatmap cells
+  // as large as the width allows, with no empty band.
+  var BELOW = 44;  // px the horizontal colour bar takes under a heatmap: bar, tick labels and a gap
+  function set(obj, key, values) { obj[key] = Object.assign({}, obj[key] || {}, values); return obj[key]; }
+  function isDiagram(layout) { return !!(layout.meta && layout.meta.fit_text_width); }
+  function phoneSlider(slider, below) {  // a slider beside a menu (attention grids) goes under it, full width
+    return Object.assign({}, slider, {x: 0, len: 1, pad: Object.assign({}, slider.pad, {t: ((slider.pad && slider.pad.t) || 0) + 65 + Math.max(0, below - 16)})});
+  }
+  function wrapTitle(text, room) {  // a title longer than the width breaks at the space nearest its middle
+    if (typeof text !== "string" || text.length * 6.6 < room || text.indexOf("<br>") >= 0) { return text; }
+    var middle = text.length / 2, best = -1;
+    for (var i = 0; i < text.length; i++) {
+      if (text[i] === " " && (best < 0 || Math.abs(i - middle) < Math.abs(best - middle))) { best = i; }
     }
+    return best < 0 ? text : text.slice(0, best) + "<br>" + text.slice(best + 1);
+  }
+  function wrapStepTitles(control, room) {  // the titles that a slider's steps or a menu's entries put up
+    (control.steps || control.buttons || []).forEach(function (step) {
+      var args = step.args && step.args[1];
+      if (args && typeof args["title.text"] === "string") { args["title.text"] = wrapTitle(args["title.text"], room); }
+    });
+  }
+  window.tlPlotlyPrepare = function (fig, el) {
+    var layout = fig.layout = fig.layout || {}, data = fig.data || [];
+    if (el.clientWidth >= 500 || isDiagram(layout)) { return; }
+    el.tlNarrow = true;
+    if (typeof layout.title === "string") { layout.title = {text: layout.title}; }
+    set(set(layout, "title", {}), "font", {size: 12});
+    var room = el.clientWidth - 20;  // plotly does not wrap titles: break the long ones in two lines
+    layout.title.text = wrapTitle(layout.title.text, room);
+    (layout.sliders || []).concat(layout.updatemenus || []).forEach(function (c) { wrapStepTitles(c, room); });
+    var margin = set(layout, "margin", {});
+    margin.l = Math.min(margin.l === undefined ? 60 : margin.l, 10);  // axis labels add their own room
+    margin.r = Math.min(margin.r === undefined ? 20 : margin.r, 10);
+    var axisBelow = 0;  // px an x axis at the bottom takes under the plot (tick labels, title)
+    Object.keys(layout).forEach(function (key) {
+      var axis = layout[key];
+      if (!/^[xy]axis\d*$/.test(key) || !axis) { return; }
+      set(axis, "tickfont", {size: 10});
+      var titled = axis.title && (typeof axis.title === "string" || axis.title.text);
+      if (axis.title && typeof axis.title === "object") {
+        set(axis.title, "font", {size: 12});
+        if (typeof axis.title.text === "string") {  // "key (attended to) · ␣ = ▁, ...": the legend on its own line
+          axis.title.text = axis.title.text.replace(" · ", "<br>");
+        }
+      }
+      if (key[0] === "x" && axis.side !== "top" && axis.visible !== false) {
+        axisBelow = Math.max(axisBelow, 22 + (titled ? 20 : 0));
+      }
+      if (Array.isArray(axis.ticktext)) {  // long labels (whole sentences) would take half the width: cut them
+        axis.ticktext = axis.ticktext.map(function (t) {
+          return typeof t === "string" && t.length > 14 ? t.slice(0, 13) + "…" : t;
+        });
+      }
+    });
+    (layout.annotations || []).forEach(function (a) {  // subplot titles side by side would run into each other
+      set(a, "font", {size: Math.min((a.font && a.font.size) || 12, 11)});
+    });
+    var below = 0;
+    data.forEach(function (trace) {
+      if (trace.type === "heatmap" && trace.showscale !== false) {
+        set(trace, "colorbar", {orientation: "h", x: 0.5, xanchor: "center", y: 0, yanchor: "top",
+                                ypad: 8 + axisBelow, thickness: 10, len: 1, lenmode: "fraction",
+                                tickfont: {size: 10}});
+        below = BELOW + axisBelow;  // margins grow by this; controls under the plot move down by less (they had a gap)
+      }
+    });
+    var sliders = layout.sliders || [], menus = layout.updatemenus || [], extra = below;
+    if (layout.showlegend !== false && data.filter(function (t) { return t.showlegend !== false; }).length > 1) {
+      // in rows under the plot, or over it when controls sit under it
+      var over = sliders.length || menus.some(function (m) { return (m.y === undefined ? 1 : m.y) <= 0; });
+      Object.assign(set(layout, "legend", {}), {orientation: "h", x: 0, xanchor: "left", y: over ? 1.02 : -0.2,
+                                                yanchor: over ? "bottom" : "top"});
+      set(layout.legend, "font", {size: 10});
+    }
+    menus.forEach(function (m) { set(m, "font", {size: 10}); });  // a menu's width follows its longest entry
+    if (menus.some(function (m) { return m.y > 1; })) {  // buttons over the plot: the title goes above them
+      margin.t = (margin.t === undefined ? 60 : margin.t) + 30;
+      layout.height = (layout.height || 450) + 30;
+      Object.assign(layout.title, {y: 0.99, yanchor: "top", yref: "container"});
+    }
+    if (sliders.length && menus.length) {
+      layout.sliders = [phoneSlider(sliders[0], below)].concat(sliders.slice(1));
+      menus.forEach(function (m) {  // a menu that replaces the slider (a new layer, a new set of heads) does too
+        (m.buttons || []).forEach(function (b) {
+          var args = b.args && b.args[1];
+          if (args && args.sliders) { args.sliders = [phoneSlider(args.sliders[0], below)]; }
+        });
+      });
+      extra += 60;
+    } else if (sliders.length && below) {
+      sliders[0].pad = Object.assign({}, sliders[0].pad, {t: ((sliders[0].pad && sliders[0].pad.t) || 0) + below - 16});
+    }
+    menus.forEach(function (m) {  // menus under the plot make room for the colour bar
+      if (below && (m.y === undefined ? 1 : m.y) <= 0) { m.pad = Object.assign({}, m.pad, {t: ((m.pad && m.pad.t) || 0) + below - 16}); }
+    });
+    if (extra) {
+      margin.b = (margin.b === undefined ? 80 : margin.b) + extra;
+      layout.height = (layout.height || 450) + extra;
+    }
+  };
+  function heatmapCells(gd) {  // rows and columns of the first heatmap (its z as drawn, decoded), or null
+    var t = (gd._fullData || []).filter(function (d) { return d.type === "heatmap" && d.visible === true; })[0];
+    return t && t.z && t.z.length && t.z[0].length ? {rows: t.z.length, cols: t.z[0].length} : null;
+  }
+  function menusFromTheEdge(gd) {  // a menu under the plot starts at the figure's left edge, not the plot's
+    var size = gd._fullLayout && gd._fullLayout._size, update = {};
+    (gd.layout.updatemenus || []).forEach(function (m, i) {
+      if (size && size.w > 0 && (m.y === undefined ? 1 : m.y) <= 0 && (m.x || 0) <= 0.01) {
+        update["updatemenus[" + i + "].x"] = -(size.l - 4) / size.w;
+        update["updatemenus[" + i + "].xanchor"] = "left";
+      }
+    });
+    return Object.keys(update).length ? window.Plotly.relayout(gd, update) : Promise.resolve();
+  }
+  function squareCells(gd) {
+    var size = gd._fullLayout && gd._fullLayout._size, cells = heatmapCells(gd), update = {};
+    var squares = Object.keys(gd.layout).filter(function (key) {
+      return /^yaxis\d*$/.test(key) && gd.layout[key].scaleanchor;
+    });
+    if (!cells || !squares.length || !size || !(size.w > 0)) { return; }
+    // square cells as wide as the plot allows, rows at least 16 px (a label's height), no empty band below
+    var cell = Math.max(16, Math.min(40, size.w / cells.cols));
+    if (cell * cells.cols > size.w + 1) {  // too many columns for square cells: the rows keep their height
+      squares.forEach(function (key) { update[key + ".scaleanchor"] = null; });
+    }
+    update.height = Math.round(gd.layout.height - size.h + cell * cells.rows);
+    return window.Plotly.relayout(gd, update).then(function () {
+      // the new height may move the automatic margins (titles, labels): correct the plot's height once more
+      var after = gd._fullLayout._size, short = Math.round(cell * cells.rows - after.h);
+      if (Math.abs(short) > 1) { return window.Plotly.relayout(gd, {height: gd.layout.height + short}); }
+    });
+  }
+  function fitDiagram(gd) {
+    // Diagrams (layout.meta.fit_text_width) were laid out for that width: on a narrower screen their boxes shrink
+    // with the figure, so their labels shrink by the same factor instead of spilling out.
     var design = gd.layout && gd.layout.meta && gd.layout.meta.fit_text_width;
-    if (!window.Plotly || !design || gd.clientWidth >= design || gd.tlFitted) { return; }
+    if (!design || gd.clientWidth >= design || gd.tlFitted) { return; }
     gd.tlFitted = true;
     var factor = gd.clientWidth / design, update = {};
     (gd.layout.annotations || []).forEach(function (a, i) {
@@ -53,9 +173,14 @@
     });
     update["title.font.size"] = Math.max(10, Math.round(17 * factor));
     update.height = Math.round(gd.layout.height * Math.max(factor, 0.6));  // keep the boxes' proportions
-    window.Plotly.relayout(gd, update);
+    return window.Plotly.relayout(gd, update);
   }
-  window.tlPlotlyTheme = function (gd) { fit(gd); apply(gd); };
+  window.tlPlotlyTheme = function (gd) {
+    if (!window.Plotly || !gd || !gd.layout) { return Promise.resolve(); }
+    var narrow = gd.tlNarrow ? Promise.resolve(squareCells(gd)).then(function () { return menusFromTheEdge(gd); })
+                             : fitDiagram(gd);
+    return Promise.resolve(narrow).then(function () { apply(gd); });
+  };
   new MutationObserver(function () {
     document.querySelectorAll(".tl-plotly-figure.js-plotly-plot").forEach(apply);
   }).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});

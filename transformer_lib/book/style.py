@@ -19,13 +19,29 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import torch
 
-__all__ = ["COLORS", "SEQUENTIAL", "DIVERGING", "BLOCKED"]
+from ..tokenization import SPACE_MARK
+
+__all__ = ["COLORS", "SEQUENTIAL", "DIVERGING", "BLOCKED", "SPACE_SHOWN", "SPACE_LEGEND", "token_label"]
 
 COLORS = ("#2f6db5", "#e07b39", "#3a9e6a", "#b5403a", "#7a5ab5", "#8c8c8c")  # lines, bars, boxes
 SEQUENTIAL = "Blues"  # values in [0, 1] such as attention weights; the same name exists in matplotlib
 DIVERGING = "RdBu"  # signed values centred at 0, such as positional encodings
 BLOCKED = "#e6e6e6"  # mask cells that may not be attended to
 _TEMPLATE = "transformer_book"
+# The tokenizers' word-start mark "▁" (U+2581, "a space stood here") is a block glyph that fonts draw as a heavy
+# underline, which at a figure's label size reads as "_" or as an underlined letter. Figures show it as "␣"
+# (U+2423, the usual sign for a visible space) and say so in one line; printed tokens keep the real "▁".
+SPACE_SHOWN = "␣"
+SPACE_LEGEND = f"{SPACE_SHOWN} = {SPACE_MARK}, a space before the word"
+
+
+def token_label(token: Any) -> str:
+    """A token as figures show it: ``str(token)`` with the word-start mark ``▁`` drawn as ``␣`` (chapter 2).
+
+    Every figure helper of :mod:`.viz` passes its labels through this; a chapter that draws tokens itself (a bar
+    label, an HTML box) calls it too, and adds :data:`SPACE_LEGEND` where the figure has room for one line.
+    """
+    return str(token).replace(SPACE_MARK, SPACE_SHOWN)
 
 
 def as_array(name: str, x: Any, ndim: int) -> np.ndarray:
@@ -39,10 +55,11 @@ def as_array(name: str, x: Any, ndim: int) -> np.ndarray:
 
 
 def axis_labels(name: str, labels: Sequence[Any] | None, n: int) -> list[str]:
-    """Axis labels as strings; positions ``0..n-1`` when ``labels`` is None."""
+    """Axis labels as strings (tokens as :func:`token_label` shows them); positions ``0..n-1`` when ``labels`` is
+    None."""
     if labels is None:
         return [str(i) for i in range(n)]
-    labels = [str(t) for t in labels]
+    labels = [token_label(t) for t in labels]
     if len(labels) != n:
         raise ValueError(f"{name}: expected {n} labels to match the data, got {len(labels)}")
     return labels

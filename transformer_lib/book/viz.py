@@ -20,13 +20,15 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from ..tokenization import SPACE_MARK
 from .diagrams import Box, block_diagram  # re-exported: the chapters draw everything through viz
-from .style import BLOCKED, COLORS, DIVERGING, SEQUENTIAL, as_array, axis_labels, check_backend, mpl_figure
+from .style import (BLOCKED, COLORS, DIVERGING, SEQUENTIAL, SPACE_LEGEND, SPACE_SHOWN, as_array, axis_labels,
+                    check_backend, mpl_figure, token_label)
 
 __all__ = [
-    "COLORS", "SEQUENTIAL", "DIVERGING", "Box",
+    "COLORS", "SEQUENTIAL", "DIVERGING", "Box", "SPACE_LEGEND", "token_label",
     "heatmap", "attention_heatmap", "cross_attention_heatmap", "mask_heatmap", "attention_grid",
-    "positional_encoding_heatmap", "line_plot", "training_curves", "block_diagram",
+    "positional_encoding_heatmap", "token_strip", "line_plot", "training_curves", "block_diagram",
 ]
 
 # --------------------------------------------------------------------------------------------------- heatmaps
@@ -46,8 +48,17 @@ def _heatmap_trace(z, x_labels, y_labels, colorscale, zmin, zmax, zmid, *, text=
     )
 
 
-def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, title, square: bool) -> None:
+def _with_space_legend(x_title: str | None, *texts: Sequence[str]) -> str | None:
+    """The x-axis title, followed by the one-line legend of ``␣`` when a label or cell text shows it."""
+    if not any(SPACE_SHOWN in t for labels in texts for t in labels):
+        return x_title
+    return f"{x_title} · {SPACE_LEGEND}" if x_title else SPACE_LEGEND
+
+
+def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, title, square: bool,
+                cell_text: Sequence[str] = ()) -> None:
     """Labels on top, row 0 at the top as in a matrix; square cells for token grids; room for both titles."""
+    x_title = _with_space_legend(x_title, x_labels, y_labels, cell_text)
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=x_labels, title=x_title,
                      side="top", constrain="domain")
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=y_labels, title=y_title,
@@ -74,14 +85,15 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
             title: str | None = None, x_title: str | None = None, y_title: str | None = None,
             diverging: bool = False, zmin: float | None = None, zmax: float | None = None,
             show_values: bool = False, hover_names: tuple[str, str] = ("row", "column"), square: bool = False,
-            backend: str = "plotly"):
+            cell_text: Sequence[Sequence[Any]] | None = None, show_scale: bool = True, backend: str = "plotly"):
     """A labelled matrix: row ``i`` is ``y_labels[i]`` (top to bottom), column ``j`` is ``x_labels[j]``.
 
     ``diverging=True`` uses the red-blue scale centred at 0 (for signed values); otherwise light-to-dark blue.
-    ``square=True`` keeps the cells square (token-by-token grids); plotly only.
+    ``square=True`` keeps the cells square (token-by-token grids); plotly only. ``cell_text`` writes a string
+    in each cell (say, the token at that place) at a fixed, readable size; ``show_scale=False`` drops the colour bar.
 
     Shape:
-        z: (rows, cols)
+        z: (rows, cols); cell_text: (rows, cols)
     """
     check_backend(backend)
     z = as_array("z", z, 2)
@@ -89,6 +101,13 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
     if diverging and zmin is None and zmax is None:
         zmax = float(np.abs(z).max()) or 1.0
         zmin = -zmax
+    if cell_text is not None:
+        cells = [[token_label(t) for t in row] for row in cell_text]
+        if len(cells) != z.shape[0] or any(len(row) != z.shape[1] for row in cells):
+            raise ValueError(f"cell_text: expected {z.shape[0]} rows of {z.shape[1]} strings to match z, got "
+                             f"{[len(row) for row in cells]}")
+        if show_values:
+            raise ValueError("show_values, cell_text: expected one kind of cell text, got both")
     if backend == "matplotlib":
         fig, axes = mpl_figure(size=(1.2 + 0.45 * len(xl), 1.2 + 0.4 * len(yl)) if len(xl) <= 24 else (7, 5))
         image = _mpl_heatmap(axes[0, 0], z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
@@ -97,9 +116,14 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
         axes[0, 0].set_title(title or "")
         return fig
     text = np.vectorize(lambda v: f"{v:.2f}")(z) if show_values else None
+    extra = {} if cell_text is None else dict(textfont=dict(size=12))  # plotly would shrink a word to its cell
+    if cell_text is not None:
+        text = np.array(cells, dtype=object)
     fig = go.Figure(_heatmap_trace(z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
-                                   0.0 if diverging else None, text=text, names=hover_names))
-    _label_axes(fig, xl, yl, x_title, y_title, title, square)
+                                   0.0 if diverging else None, text=text, names=hover_names,
+                                   showscale=show_scale, **extra))
+    _label_axes(fig, xl, yl, x_title, y_title, title, square,
+                cell_text=[t for row in cells for t in row] if cell_text is not None else ())
     return fig
 
 
@@ -228,6 +252,43 @@ def positional_encoding_heatmap(pe: Any, title: str | None = "Positional encodin
     pe = as_array("pe", pe, 2)
     return heatmap(pe, None, None, title=title, x_title="dimension i", y_title="position pos",
                    diverging=True, backend=backend)
+
+
+def token_strip(pieces: Sequence[str], *, title: str | None = None, line_chars: int = 34):
+    """A tokenized text as a row of boxes, one per token and as wide as its characters, wrapped at word starts
+    into lines of at most ``line_chars`` characters, so that the labels stay readable on a phone (chapter 2).
+
+    Single characters are grey, longer tokens alternate between two colours; ``▁`` is drawn as ``␣``, with a
+    one-line legend under the boxes. Hover shows the token as the tokenizer wrote it. Plotly only.
+    """
+    if isinstance(pieces, str) or not pieces:
+        raise ValueError(f"pieces: expected a non-empty list of token strings, got {pieces!r}")
+    if not isinstance(line_chars, int) or line_chars < 1:
+        raise ValueError(f"line_chars: expected a positive int, got {line_chars!r}")
+    lines: list[list[str]] = [[]]
+    for piece in map(str, pieces):
+        used = sum(map(len, lines[-1]))
+        if lines[-1] and used + len(piece) > line_chars and (piece.startswith(SPACE_MARK) or used >= line_chars):
+            lines.append([])
+        lines[-1].append(piece)
+    fig, index = go.Figure(), 0
+    for row, line in enumerate(lines):
+        widths = [len(p) for p in line]
+        colors = [COLORS[5] if len(p) == 1 else COLORS[(index + i) % 2] for i, p in enumerate(line)]
+        fig.add_trace(go.Bar(
+            x=widths, base=[sum(widths[:i]) for i in range(len(line))], y=[row] * len(line), orientation="h",
+            text=[token_label(p) for p in line], customdata=line, textposition="inside", insidetextanchor="middle",
+            textangle=0, textfont=dict(size=14), marker=dict(color=colors, line=dict(color="white", width=2)),
+            hovertemplate="%{customdata}<extra></extra>", showlegend=False))
+        index += len(line)
+    legend = "grey: a single character" + (f" · {SPACE_LEGEND}" if any(SPACE_MARK in p for p in pieces) else "")
+    fig.update_layout(title=title, height=190 + 46 * len(lines), bargap=0.25, barmode="overlay",  # room for a slider
+                      uniformtext=dict(minsize=10, mode="show"), margin=dict(l=10, r=10, t=60, b=100),
+                      xaxis=dict(visible=False, range=[-0.2, line_chars + 0.2]),
+                      yaxis=dict(visible=False, autorange="reversed"),
+                      annotations=[dict(text=legend, x=0, xref="paper", xanchor="left", y=0, yref="paper",
+                                        yanchor="top", yshift=-6, showarrow=False, font=dict(size=11))])
+    return fig
 
 
 # ----------------------------------------------------------------------------------------------------- curves

@@ -31,18 +31,18 @@ def test_find_submissions_and_assignment_names(tmp_path):
         grade.find_submissions(tmp_path / "missing")
 
 
-def test_results_are_read_from_the_last_marked_line_only():
+def test_a_recording_is_read_only_from_a_single_line_with_the_nonce():
     cell = nbformat.v4.new_code_cell("")
-    good = CheckResult("attention", True, "All fine.").to_dict()
-    fake = CheckResult("attention", True, "Printed by the student's code.").to_dict()
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
-        f"{RESULT_MARKER}{json.dumps(fake)}\n"  # no nonce: ignored
-        f"{RESULT_MARKER}abc {json.dumps({**good, 'passed': False})}\n"
-        f"{RESULT_MARKER}abc {json.dumps(good)}\n"))]
-    assert grade._read_result(cell, RESULT_MARKER + "abc ", "attention").summary == "All fine."
-    assert grade._read_result(cell, RESULT_MARKER + "abc ", "encode") is None  # another exercise's result
-    cell.outputs[0].text = f"{RESULT_MARKER}abc {{not json"
-    assert grade._read_result(cell, RESULT_MARKER + "abc ", "attention") is None
+    marker = RESULT_MARKER + "abc "
+
+    def printed(text):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        return grade._read_recording(cell, marker)
+
+    assert printed(f"scratch\n{marker}{{\"format\": 1}}\n") == ('{"format": 1}', "")
+    assert printed(f"{RESULT_MARKER}{{}}\n")[0] is None  # no nonce: ignored
+    text, why = printed(f"{marker}{{}}\n{marker}{{}}\n")  # the notebook printed an imitation as well
+    assert text is None and "more than one" in why
 
 
 def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):

@@ -30,6 +30,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,7 @@ class LibraryCopy:
         self.source = Path(source)
         self.parent = Path(tempfile.mkdtemp(prefix="tl-lib-"))
         self.copies = 0
+        self._lock = threading.Lock()  # notebooks graded in parallel threads verify the same copy
         self._copy()
 
     @property
@@ -114,16 +116,28 @@ class LibraryCopy:
 
     def verify(self) -> bool:
         """True if the copy is unchanged; otherwise it is copied afresh and False is returned."""
-        if self._digest() == self.digest:
-            return True
-        self._copy()
-        return False
+        with self._lock:
+            if self._digest() == self.digest:
+                return True
+            self._copy()
+            return False
+
+    def close(self) -> None:
+        """Remove the copy (``contextlib.closing`` calls this)."""
+        self.cleanup()
 
     def cleanup(self) -> None:
         for p in [self.parent, *self.parent.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(p.stat().st_mode | stat.S_IWUSR)
         shutil.rmtree(self.parent, ignore_errors=True)
+
+
+@functools.cache
+def _connections() -> Path:
+    """One folder for the connection files (the keys) of all kernels of this process; every kernel in
+    namespaces gets its own copy and sees this folder empty."""
+    return Path(tempfile.mkdtemp(prefix="tl-keys-"))
 
 
 def kill_by_token(token: str) -> int:
@@ -149,8 +163,12 @@ class Sandbox:
         self._tmp = tempfile.TemporaryDirectory(prefix="tl-grade-")
         self.workdir = str(Path(self._tmp.name, "work"))
         os.mkdir(self.workdir, 0o700)
+        self.log = str(Path(self._tmp.name, "kernel.log"))
+        self._keys = tempfile.TemporaryDirectory(dir=_connections())
+        self.connection_file = str(Path(self._keys.name, "kernel.json"))
         self.token = os.urandom(12).hex()
         keep = [Path(_python()).parent.parent, Path(self.workdir), library.parent]
+        hide = [*hide, _LIBRARY, _LIBRARY.parent / "assignments"]  # the original library, the solution sources
         # never hide a folder that holds what the kernel needs (its Python, its working folder, the library copy)
         self.hide = sorted({str(Path(h).resolve()) for h in hide if Path(h).exists()
                             and not any(Path(k).resolve().is_relative_to(Path(h).resolve()) for k in keep)})
@@ -165,8 +183,7 @@ class Sandbox:
         if not self.isolate:
             return kernel
         connection = kernel[kernel.index("-f") + 1] if "-f" in kernel else ""
-        hide = self.hide + [str(Path(connection).parent)] if connection else self.hide
-        return _namespace_command(self.workdir, sorted(set(hide)), connection, kernel)
+        return _namespace_command(self.workdir, sorted({*self.hide, str(_connections())}), connection, kernel)
 
     def close(self) -> int:
         """Kill what the kernel left behind; remove the folder. Returns how many processes had to be killed."""
@@ -178,13 +195,22 @@ class Sandbox:
                 break
             time.sleep(0.05)
         self._tmp.cleanup()
+        self._keys.cleanup()
         return killed
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel command goes through :meth:`Sandbox.wrap` (set ``sandbox`` before starting)."""
+    """A kernel manager whose kernel command goes through :meth:`Sandbox.wrap`, with its connection file (the
+    kernel's key) where no other kernel can read it."""
 
     sandbox: Any = None
+
+    @classmethod
+    def for_sandbox(cls, sandbox: Sandbox, kernel_name: str) -> SandboxedKernelManager:
+        km = cls(kernel_name=kernel_name)
+        km.sandbox = sandbox
+        km.connection_file = sandbox.connection_file
+        return km
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)

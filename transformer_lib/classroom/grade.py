@@ -10,18 +10,53 @@
         alice/04_masks.ipynb
         bob/03_attention.ipynb
 
-Each notebook runs in its own Jupyter kernel (nbclient), in an empty temporary folder, with a time limit per cell:
-first the student's cells, except the check cells (tagged ``check``), then one injected cell per exercise that
-runs :func:`transformer_lib.classroom.checks.grade_exercise` on the student's objects and prints the result as one line of
-JSON. The grader reads back only that text: it opens notebooks with nbformat (plain JSON) and never unpickles
-anything. A notebook that is not valid JSON, misses cells, has a syntax error, raises, or loops forever gets
-failed rows with the reason, and grading goes on with the next one.
-
 Writes the CSV (``student, assignment, exercise, passed, message``; ``passed`` is 1 or 0) and one markdown feedback
 file per student (``feedback/<student>.md`` next to the CSV unless ``--feedback`` says otherwise).
 
-Grading runs the students' code with your permissions: run it in a container or a throw-away account, not on a
-machine that holds secrets. The checks are honest feedback, not an anti-cheating device.
+How a notebook is graded
+------------------------
+The grader opens the notebook with nbformat (plain JSON; nothing in a submission is ever unpickled) and runs the
+student's code cells (not the check cells, tagged ``check``) in a fresh kernel, then one injected cell per
+exercise. That cell runs the exercise's check in *record* mode (:mod:`.checks.record`): the student's function is
+called on the check's inputs and what it returned is printed as data (tensors as exact bytes, modules as
+snapshots of their weights), after a marker with a random nonce. The grader reads exactly one such line per
+exercise, parses it strictly (size and types limited) and *replays* the check in its own process: the comparison
+with the reference, the catalogue of mistakes, the verdict and the hints are computed here, where the student's
+code cannot reach them. A recording that does not match the calls the check makes fails the exercise.
+
+The grader also reads the source (:mod:`.integrity`): an answer that calls the library's reference or PyTorch's
+(``tl.scaled_dot_product_attention``, ``F.scaled_dot_product_attention``, ``tl.beam_search``, ...), hides what it
+calls (``exec``, ``eval``, ``importlib``, ``getattr`` on a module), or a notebook that reaches into the checks or
+patches a module, gets a note in ``CheckResult.flags`` ("... : the teacher decides"); the exercise still passes or
+fails on its numbers.
+
+Each kernel runs in a sandbox (:mod:`.sandbox`). Where the machine allows it (Linux, run as root, ``unshare`` and
+``setpriv``; probed once), the kernel has its own mount and PID namespaces and no capabilities: it sees only its own
+processes, every folder is read-only except its private working folder, and the submissions folder, the output
+folders, the original library, the solution sources and the other kernels' keys are empty folders to it. When its
+kernel ends, every process it started ends too, daemons included. Elsewhere the kernel runs as its own session in an
+empty temporary folder and can read and write what the grader's user can; processes it leaves behind are found by
+a token in their environment and killed. In both cases it imports a read-only copy of ``transformer_lib``, whose
+hash is checked after every notebook (and which is copied again if it changed).
+
+Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that does not answer the
+interrupt within 5 s (a loop that catches ``BaseException``), or that dies (``os._exit``, a crash), is killed, the
+problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up
+to their definitions, without that cell and the cells that timed out. A notebook gets at most ``--timeout`` per code
+cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A notebook that is not valid
+JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and grading goes on.
+
+What is not guarded against
+---------------------------
+- A kernel is the student's: it can print any recording. A forged recording can carry the right *outputs* for the
+  check's inputs, which takes as much as calling the reference does (and such calls are flagged when the source
+  shows them); it cannot make wrong outputs pass, or turn a stub's or a patched check's verdict into a pass.
+- Source flags are a static reading: code assembled from strings at run time shows only as "dynamic code".
+- Without namespaces the kernel can read every file the grader's user can (other submissions included) and write
+  the grader's files; a process that clears its environment escapes the clean-up. Grade in a container then, or
+  as a throw-away user, never on a machine that holds secrets; to get namespaces in Docker, run the container with
+  ``--cap-add SYS_ADMIN`` (or ``--privileged``) and grade as root inside it.
+- A kernel may use memory, CPU and the network freely while its time lasts, and print a lot (all of it is read).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ folder, made read-only, and checked by hash after each notebook (and copied agai
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
@@ -137,7 +138,9 @@ class LibraryCopy:
 def _connections() -> Path:
     """One folder for the connection files (the keys) of all kernels of this process; every kernel in
     namespaces gets its own copy and sees this folder empty."""
-    return Path(tempfile.mkdtemp(prefix="tl-keys-"))
+    folder = Path(tempfile.mkdtemp(prefix="tl-keys-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def kill_by_token(token: str) -> int:

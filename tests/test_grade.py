@@ -181,9 +181,16 @@ def _daemons():
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hostile") / "grades.csv"
+    """The class graded from a copy whose path the snoop is told (a student may know or guess it)."""
+    folder = tmp_path_factory.mktemp("hostile") / "class"
+    shutil.copytree(HOSTILE, folder, ignore=shutil.ignore_patterns("*.py"))
+    snoop = nbformat.read(folder / "snoop" / "03_attention.ipynb", as_version=4)
+    (cell,) = [c for c in snoop.cells if "GRADED = None" in c.source]
+    cell.source = cell.source.replace("GRADED = None", f"GRADED = {str(folder)!r}")
+    nbformat.write(snoop, folder / "snoop" / "03_attention.ipynb")
+    out = folder.parent / "out" / "grades.csv"
     before = _library_digest()
-    graded = grade.grade_folder(HOSTILE, out, cell_timeout=_CELL_TIMEOUT, time_limit=3, jobs=2, progress=False)
+    graded = grade.grade_folder(folder, out, cell_timeout=_CELL_TIMEOUT, time_limit=3, jobs=2, progress=False)
     sheet = out.read_bytes()
     return {g.student: g for g in graded}, out, sheet, before
 

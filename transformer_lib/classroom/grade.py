@@ -67,6 +67,7 @@ import atexit
 import contextlib
 import csv
 import json
+import logging
 import math
 import secrets
 import sys
@@ -134,6 +135,8 @@ _GRACE = 5.0  # seconds a kernel gets to answer an interrupt before it is killed
 _SETUP_TIMEOUT = 120  # importing torch on a busy machine may take long: not the student's fault
 _SLACK = 120  # seconds per notebook on top of its cells' time limits: starting kernels, importing the library
 _SETUP = ("setup",)
+_QUIET = logging.getLogger("transformer_lib.classroom.grade.kernels")  # nbclient's time-out messages: the
+_QUIET.setLevel(logging.CRITICAL)  # problems list says what happened, per cell
 
 
 def _record_cell(ex: Exercise, nonce: str, time_limit: float) -> Any:
@@ -207,7 +210,7 @@ async def _execute(cells: list[tuple[Any, Any]], sandbox: Sandbox, kernel_name: 
 
     run = _Run()
     km = SandboxedKernelManager.for_sandbox(sandbox, kernel_name)
-    client = NotebookClient(nbformat.v4.new_notebook(cells=[c for _, c in cells]), km=km, allow_errors=True,
+    client = NotebookClient(nbformat.v4.new_notebook(cells=[c for _, c in cells]), km=km, allow_errors=True, log=_QUIET,
                             interrupt_on_timeout=False, startup_timeout=_SETUP_TIMEOUT, iopub_timeout=grace,
                             resources={"metadata": {"path": sandbox.workdir}})
     log = open(sandbox.log, "wb")  # the kernel's own output (and the sandbox's complaints), not the grader's

@@ -204,3 +204,21 @@ def test_the_installed_package_finds_the_repository_from_the_current_folder_not_
     monkeypatch.chdir(ROOT)
     assert A.main(["--check"]) == 0
     assert "parents[2]" not in Path(A.__file__).read_text()
+
+
+def test_solutions_from_a_private_folder(tmp_path):
+    """--solutions: the student notebooks and the teacher's copy come from a folder outside the repository."""
+    root, private = tmp_path / "repo", tmp_path / "private"
+    (root / "book" / "assignments").mkdir(parents=True)
+    private.mkdir()
+    nb = solution("03_attention")
+    nb.cells[0].source += "\n\nA private edition."
+    nbformat.write(nb, private / "03_attention.ipynb")
+    assert A.main(["--root", str(root), "--solutions", str(private)]) == 0
+    assert "A private edition." in (root / "book" / "assignments" / "03_attention.ipynb").read_text()
+    assert not (root / "assignments").exists()
+    assert A.main(["--root", str(root), "--solutions", str(private), "--check"]) == 0
+    dest = A.build_teacher_book(tmp_path / "teacher", root, solutions=private)
+    assert BEGIN in (dest / "book" / "assignments" / "03_attention.ipynb").read_text()
+    with pytest.raises(FileNotFoundError, match=f"solutions: no solution notebooks NN_name.ipynb in {root}"):
+        A.main(["--root", str(root), "--solutions", str(root)])

@@ -363,3 +363,76 @@ def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
     its source, as chapter 7's "$1 + 2 + \\dots" did)."""
     problems = _scan_every_page(browser, site_url, RAW_MATH)
     assert not problems, problems
+
+
+# The pages with diagrams drawn from live modules (transformer_lib.book.diagrams, attention_diagrams, flow_diagrams)
+# and how many each shows: every numbered chapter opens with its part of Figure 1, plus the chapter's own.
+DIAGRAM_PAGES = {"book/intro.html": 1, "book/01_why_not_rnn.html": 1, "book/02_tokens_and_embeddings.html": 1,
+                 "book/03_positional_encoding.html": 1, "book/04_attention.html": 2, "book/05_masks.html": 1,
+                 "book/06_multi_head_attention.html": 5, "book/07_cross_attention_and_decoding.html": 3,
+                 "book/08_training.html": 1, "book/appendix_notes_checked.html": 1}
+DIAGRAMS = """() => {
+  const article = document.querySelector('article.bd-article');
+  const right = article.getBoundingClientRect().right + 1;
+  const inside = (a, b) => a.left >= b.left - 1.5 && a.right <= b.right + 1.5 && a.top >= b.top - 1.5
+                           && a.bottom <= b.bottom + 1.5;
+  return [...document.querySelectorAll('.tl-plotly-figure')]
+    .filter(gd => gd.layout && gd.layout.meta && gd.layout.meta.fit_text_width)
+    .map(gd => {
+      const problems = [], shapes = gd.layout.shapes || [], notes = gd.layout.annotations || [];
+      if (!gd.querySelector('.main-svg') || !shapes.length || !notes.length) { problems.push('not drawn'); }
+      const svg = gd.querySelector('.main-svg');
+      if (Math.max(gd.getBoundingClientRect().right, svg ? svg.getBoundingClientRect().right : 0) > right) {
+        problems.push('runs out of the column');
+      }
+      let measured = 0;
+      notes.forEach((note, i) => {
+        const s = shapes.findIndex(sh => sh.type === 'rect' && note.name && sh.name === note.name);
+        const text = gd.querySelector(`g.annotation[data-index="${i}"] text`);
+        const box = gd.querySelector(`.shapelayer path[data-index="${s}"]`);
+        if (s < 0 || !text || !box || !note.text) { return; }
+        measured += 1;
+        if (!inside(text.getBoundingClientRect(), box.getBoundingClientRect())) {
+          problems.push(`label "${note.text.slice(0, 30)}" spills out of its box`);
+        }
+      });
+      return {title: (gd.layout.title && gd.layout.title.text) || '', measured, problems,
+              height: Math.round(gd.getBoundingClientRect().height)};
+    });
+}"""
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(width: int, height: int, browser,
+                                                                              site_url: str) -> None:
+    """Every page with diagrams drawn from live modules shows each one (SVG with boxes and labels), inside the text
+    column, and every box label that can be measured stays inside its box, on a desktop and on a phone (where
+    book/_static/plotly-theme.js shrinks the labels with the boxes). Screenshots: _build/screenshots/diagram_*."""
+    if not (SITE / "book/06_multi_head_attention.html").exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
+    page = context.new_page()
+    problems, measured = {}, 0
+    try:
+        for name, expected in DIAGRAM_PAGES.items():
+            page.goto(site_url + name, wait_until="load")
+            page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                                   ".every(d => d.querySelector('.main-svg'))", timeout=DRAWN_TIMEOUT_MS)
+            page.wait_for_timeout(500)  # the phone relayout (smaller labels) follows the first draw
+            found = page.evaluate(DIAGRAMS)
+            if len(found) != expected:
+                problems[name] = [f"expected {expected} diagrams, found {len(found)}"]
+            for i, diagram in enumerate(found):
+                measured += diagram["measured"]
+                if diagram["problems"]:
+                    problems[f"{name} #{i} {diagram['title']}"] = diagram["problems"][:3]
+            figures = page.locator(".tl-plotly-figure").all()
+            diagrams = [f for f in figures if f.evaluate("gd => !!(gd.layout.meta && gd.layout.meta.fit_text_width)")]
+            for i, figure in enumerate(diagrams):
+                figure.scroll_into_view_if_needed()
+                figure.screenshot(path=str(SHOTS / f"diagram_{Path(name).stem}_{i}_{width}.png"))
+    finally:
+        context.close()
+    assert measured > 100, f"only {measured} labels could be measured against their boxes"
+    assert not problems, problems

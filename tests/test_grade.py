@@ -98,7 +98,7 @@ def row(rows, student, assignment, exercise):
 @pytest.mark.slow
 def test_csv_has_one_row_per_exercise(graded):
     rows, _ = graded
-    assert rows[0] == ["student", "assignment", "exercise", "passed", "message"]
+    assert rows[0][:5] == ["student", "assignment", "exercise", "passed", "message"]  # then the gradebook's columns
     expected = sum(len(ASSIGNMENTS[a].exercises) for a in
                    ("03_attention", "03_attention", "02_positional_encoding", "04_masks", "01_tokenizer",
                     "03_attention", "04_masks")) + 1  # + the unknown notebook

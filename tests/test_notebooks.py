@@ -211,3 +211,67 @@ def test_chapter_opens_with_its_goal_prerequisites_and_time(path: Path) -> None:
     first = next(c for c in _read(path).cells if c.cell_type == "markdown").source
     assert ":::{admonition} In this chapter" in first
     assert all(part in first for part in ("**Goal:**", "**Assumes:**", "**Runs in:**")), first[-300:]
+
+
+ENDING = NUMBERED + [p for p in CHAPTERS if p.name.startswith("appendix_")]
+HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
+EXERCISE = re.compile(r"^\*\*(\d+)\.\*\* ", re.MULTILINE)
+FOLD = r"^:::\{{admonition\}} {title}\n:class: dropdown\n"
+
+
+def _exercise_blocks(nb: nbformat.NotebookNode) -> dict[int, list[nbformat.NotebookNode]]:
+    """The cells of each exercise under '## Exercises', keyed by its number: its own text to the next one."""
+    blocks: dict[int, list] = {}
+    current = None
+    inside = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for piece in re.split(r"(?=^## )", cell.source, flags=re.MULTILINE):
+                title = HEADING.match(piece)
+                if title:
+                    inside, current = title.group(1).strip() == "Exercises", None
+                if not inside:
+                    continue
+                for text in re.split(r"(?=^\*\*\d+\.\*\* )", piece, flags=re.MULTILINE):
+                    number = EXERCISE.match(text)
+                    if number:
+                        current = int(number.group(1))
+                        blocks[current] = []
+                    if current is not None:
+                        blocks[current].append(nbformat.v4.new_markdown_cell(text))
+        elif inside and current is not None:
+            blocks[current].append(cell)
+    return blocks
+
+
+@pytest.mark.parametrize("path", ENDING, ids=_ids(ENDING))
+def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
+    """Every numbered chapter and appendix ends with a summary (its last section before the exercises and
+    references); every exercise has a folded hint and a solution: folded text, or a folded code cell that runs and
+    asserts (``hide-cell``, so that its output does not give the answer away either)."""
+    nb = _read(path)
+    headings = [h.strip() for c in nb.cells if c.cell_type == "markdown" for h in HEADING.findall(c.source)]
+    body = [h for h in headings if h not in ("Exercises", "References")]
+    assert body and re.fullmatch(r"(\d+\.\d+ )?Summary", body[-1]), f"the last section is {body[-1:]}, not a summary"
+    assert headings.index(body[-1]) == len(body) - 1, "Exercises or References come before the summary"
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    exercises_at = text.find("## Exercises")
+    if exercises_at < 0:
+        return
+    listed = re.findall(r"^\d+\. ", text[exercises_at:].split("## References")[0], re.MULTILINE)
+    assert not listed, "write each exercise as '**N.** text' followed by its hint and solution, not as a list item"
+    blocks = _exercise_blocks(nb)
+    assert list(blocks) == list(range(1, len(blocks) + 1)) and blocks, f"exercises numbered {list(blocks)}"
+    problems = []
+    for number, cells in blocks.items():
+        prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        if not re.search(FOLD.format(title="Hint"), prose, re.MULTILINE):
+            problems.append(f"exercise {number}: no folded hint (':::{{admonition}} Hint' with ':class: dropdown')")
+        code = [c for c in cells if c.cell_type == "code" and c.source.startswith("# Solution")]
+        if not re.search(FOLD.format(title="Solution"), prose, re.MULTILINE) and not code:
+            problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
+        for c in code:
+            if not {"hide-cell", "hide-input"} & set(c.metadata.get("tags", [])) or not any(
+                    isinstance(n, ast.Assert) for n in ast.walk(_parse(c.source))):
+                problems.append(f"exercise {number}: its solution cell must be folded (hide-cell) and assert")
+    assert not problems, problems

@@ -1,7 +1,8 @@
 """What only the book needs, kept apart from the Transformer itself (the core never imports this package).
 
 * ``viz``: the figures every chapter draws (imports plotly and matplotlib); ``style``: their colours, template and
-  input checks; ``diagrams``: architecture drawn by code (boxes and arrows).
+  input checks; ``diagrams``: architecture drawn by code (boxes and arrows, Figure 1); ``attention_diagrams``
+  (Figure 2, projections, cross-attention) and ``flow_diagrams`` (residual stream, KV cache), each from a live module.
 * ``site``: the build-time plumbing that draws plotly figures on the website (myst-nb plugin, Sphinx extension).
 * The measurements the chapters make: ``recurrent`` (chapter 1's RNN/LSTM baselines), ``probes`` (attention
   probes of chapters 4-6), ``diagnostics`` (chapters 5-7's experiments), ``recipes`` (the reproducible training

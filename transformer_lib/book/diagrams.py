@@ -1,25 +1,42 @@
 """Architecture drawn by code, no image file: labelled boxes joined by arrows, in the book's style, with plotly
-(interactive) or matplotlib (static). :func:`transformer_diagram` draws the paper's Figure 1 from a live model."""
+(interactive) or matplotlib (static). :func:`transformer_diagram` draws the paper's Figure 1 from a live model,
+with the part a chapter explains highlighted; :mod:`.attention_diagrams` and :mod:`.flow_diagrams` draw the
+pictures inside it (Figure 2, the projections, the residual stream, cross-attention, the KV cache).
+
+Every box is named: its plotly shape and its label annotation carry the box's ``name``, so a test (or a reader's
+code) can find a box in the figure.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
+import torch
 from torch import nn
 
 from ..embeddings import SinusoidalPositionalEncoding
 from .style import COLORS, check_backend, mpl_figure
 
-__all__ = ["Box", "block_diagram", "transformer_diagram"]
+if TYPE_CHECKING:
+    from ..models import Transformer, TransformerConfig
+
+__all__ = ["Box", "Arrow", "block_diagram", "transformer_diagram", "FIGURE_1_PARTS"]
+
+DIM_TEXT = "#a0a4a8"  # the label colour of a box outside the highlighted part
+ARROW_COLOR = "#555555"
 
 
 @dataclass(frozen=True)
 class Box:
     """One labelled box of a :func:`block_diagram`, centred at (x, y) in diagram units.
 
-    A newline in ``label`` starts a new line of text.
+    A newline in ``label`` starts a new line of text. ``dim`` greys the box out (it is not the part being
+    explained); ``frame`` draws a dashed outline with its label in the top-left corner (a repeated block, "N×");
+    ``hover`` is shown when the pointer rests on the label; ``group`` is the part of the model the box belongs to.
     """
 
     name: str
@@ -29,125 +46,279 @@ class Box:
     width: float = 2.0
     height: float = 0.6
     color: str = COLORS[0]
+    group: str = ""
+    dim: bool = False
+    frame: bool = False
+    hover: str = ""
+    font_size: int = 12
 
 
-def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...]] = (), *, title: str | None = None,
-                  height: int = 560, backend: str = "plotly"):
+@dataclass(frozen=True)
+class Arrow:
+    """An arrow from box ``src`` to box ``dst``. ``route``: ``"auto"`` (straight, edge to edge), ``"vh"`` (up or
+    down to the target's row, then sideways into its side) or ``"hv"`` (sideways to the target's column, then up or
+    down into it)."""
+
+    src: str
+    dst: str
+    label: str = ""
+    route: str = "auto"
+
+
+def _as_arrow(arrow: Arrow | tuple, names: dict) -> Arrow:
+    if isinstance(arrow, tuple) and len(arrow) in (2, 3):
+        arrow = Arrow(*arrow)
+    if not isinstance(arrow, Arrow) or arrow.src not in names or arrow.dst not in names:
+        raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(names)}, "
+                         f"got {arrow!r}")
+    if arrow.route not in ("auto", "vh", "hv"):
+        raise ValueError(f"arrows: route must be 'auto', 'vh' or 'hv', got {arrow.route!r}")
+    return arrow
+
+
+def _points(a: Box, b: Box, route: str) -> list[tuple[float, float]]:
+    """The corners of an arrow's path from box a to box b; the last segment carries the arrowhead."""
+    up = 1 if b.y > a.y else -1
+    right = 1 if b.x > a.x else -1
+    if route == "vh":
+        return [(a.x, a.y + up * a.height / 2), (a.x, b.y), (b.x - right * b.width / 2, b.y)]
+    if route == "hv":
+        return [(a.x + right * a.width / 2, a.y), (b.x, a.y), (b.x, b.y - up * b.height / 2)]
+    if abs(a.y - b.y) < 1e-9:  # same row: side to side
+        return [(a.x + right * a.width / 2, a.y), (b.x - right * b.width / 2, b.y)]
+    x0, x1 = a.x, b.x
+    if abs(a.x - b.x) < b.width / 2:  # the target spans the source's column: straight up (or down)
+        x1 = a.x
+    elif abs(a.x - b.x) < a.width / 2:  # the source spans the target's column
+        x0 = b.x
+    return [(x0, a.y + up * a.height / 2), (x1, b.y - up * b.height / 2)]
+
+
+def layout_diagram(fig: go.Figure, x_range: tuple[float, float], y_range: tuple[float, float], *,
+                   title: str | None, height: int, design_width: int) -> go.Figure:
+    """Hidden axes over the given ranges, a white page, and the width the labels were sized for: on a narrower
+    screen the site shrinks the labels with the boxes (``meta.fit_text_width``, book/_static/plotly-theme.js)."""
+    lines = 0 if not title else 1
+    if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
+        spaces = [i for i, c in enumerate(title) if c == " "]
+        if spaces:
+            cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+            title, lines = title[:cut] + "<br>" + title[cut + 1:], 2
+    fig.update_xaxes(visible=False, range=list(x_range), fixedrange=True)
+    fig.update_yaxes(visible=False, range=list(y_range), fixedrange=True)
+    fig.update_layout(title=title, height=height, plot_bgcolor="white", showlegend=False,
+                      margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10), meta=dict(fit_text_width=design_width))
+    return fig
+
+
+def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...] | Arrow] = (), *, title: str | None = None,
+                  height: int = 560, backend: str = "plotly", design_width: int = 720):
     """Boxes joined by arrows: an architecture drawn by code, no image file.
 
-    An arrow is ``(from_name, to_name)`` or ``(from_name, to_name, label)``; it runs from the top edge of one
-    box to the bottom edge of the other, or side to side when the boxes share a row.
+    An arrow is ``(from_name, to_name)``, ``(from_name, to_name, label)`` or an :class:`Arrow`; by default it runs
+    from the top edge of one box to the bottom edge of the other, or side to side when the boxes share a row.
+    ``design_width`` is the narrowest width (px) at which the labels fit their boxes at full size.
     """
     check_backend(backend)
     by_name = {b.name: b for b in boxes}
     if len(by_name) != len(boxes):
         raise ValueError("boxes: every Box needs a unique name")
-    for arrow in arrows:
-        if len(arrow) not in (2, 3) or arrow[0] not in by_name or arrow[1] not in by_name:
-            raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(by_name)}, "
-                             f"got {arrow!r}")
-
-    def ends(a: Box, b: Box) -> tuple[float, float, float, float]:
-        if abs(a.y - b.y) < 1e-9:  # same row: side to side
-            sign = 1 if b.x > a.x else -1
-            return a.x + sign * a.width / 2, a.y, b.x - sign * b.width / 2, b.y
-        sign = 1 if b.y > a.y else -1
-        return a.x, a.y + sign * a.height / 2, b.x, b.y - sign * b.height / 2
-
-    segments = [(*ends(by_name[a[0]], by_name[a[1]]), a[2] if len(a) == 3 else "") for a in arrows]
+    arrows = [_as_arrow(a, by_name) for a in arrows]
+    paths = [(_points(by_name[a.src], by_name[a.dst], a.route), a.label) for a in arrows]
     xs = [v for b in boxes for v in (b.x - b.width / 2, b.x + b.width / 2)]
     ys = [v for b in boxes for v in (b.y - b.height / 2, b.y + b.height / 2)]
+    x_range, y_range = (min(xs) - 0.2, max(xs) + 0.2), (min(ys) - 0.2, max(ys) + 0.2)
     if backend == "matplotlib":
-        from matplotlib.patches import FancyBboxPatch
-
-        fig, axes = mpl_figure(size=(7, height / 80))
-        ax = axes[0, 0]
-        for b in boxes:
-            ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height / 2), b.width, b.height,
-                                        boxstyle="round,pad=0.02", facecolor=b.color, alpha=0.25,
-                                        edgecolor=b.color))
-            ax.text(b.x, b.y, b.label, ha="center", va="center", fontsize=8)
-        for x0, y0, x1, y1, label in segments:
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", color="#555555"))
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.1, label, ha="center", va="bottom", fontsize=8)
-        ax.set(xlim=(min(xs) - 0.2, max(xs) + 0.2), ylim=(min(ys) - 0.2, max(ys) + 0.2), title=title or "")
-        ax.axis("off")
-        return fig
+        return _matplotlib(boxes, paths, x_range, y_range, title, height)
     fig = go.Figure()
+    for b in sorted(boxes, key=lambda b: not b.frame):  # frames first, underneath
+        color = "#c8c8c8" if b.dim else b.color
+        fig.add_shape(type="rect", name=b.name, x0=b.x - b.width / 2, x1=b.x + b.width / 2,
+                      y0=b.y - b.height / 2, y1=b.y + b.height / 2, fillcolor=None if b.frame else color,
+                      line=dict(color=color, dash="dash" if b.frame else "solid", width=1 if b.dim else 1.5),
+                      opacity=1.0 if b.frame else (0.12 if b.dim else 0.3), layer="below")
     for b in boxes:
-        fig.add_shape(type="rect", x0=b.x - b.width / 2, x1=b.x + b.width / 2, y0=b.y - b.height / 2,
-                      y1=b.y + b.height / 2, line=dict(color=b.color), fillcolor=b.color, opacity=0.25)
-        fig.add_annotation(x=b.x, y=b.y, text=b.label.replace("\n", "<br>"), showarrow=False, font=dict(size=12))
-    for x0, y0, x1, y1, label in segments:
+        if b.frame:
+            fig.add_annotation(name=b.name, x=b.x - b.width / 2, y=b.y + b.height / 2, text=b.label, showarrow=False,
+                               xanchor="left", yanchor="top", xshift=3, yshift=-2, hovertext=b.hover or None,
+                               font=dict(size=b.font_size - 1, color=DIM_TEXT if b.dim else b.color))
+        else:
+            fig.add_annotation(name=b.name, x=b.x, y=b.y, text=b.label.replace("\n", "<br>"), showarrow=False,
+                               hovertext=b.hover or None,
+                               font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None))
+    for points, label in paths:
+        for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1]):  # every segment but the last: a plain line
+            fig.add_shape(type="line", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5))
+        (x0, y0), (x1, y1) = points[-2:]
         fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
-                           showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#555555")
+                           showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor=ARROW_COLOR)
         if label:
-            fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False, yshift=12,
-                               font=dict(size=11, color="#555555"))
-    fig.update_xaxes(visible=False, range=[min(xs) - 0.2, max(xs) + 0.2])
-    fig.update_yaxes(visible=False, range=[min(ys) - 0.2, max(ys) + 0.2])
-    fig.update_layout(title=title, height=height, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=10),
-                      # on a narrow screen the site shrinks the labels with the boxes (book/_static/plotly-theme.js)
-                      meta=dict(fit_text_width=720))
+            vertical = abs(x0 - x1) < 1e-9
+            fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
+                               xanchor="left" if vertical else "center", xshift=4 if vertical else 0,
+                               yshift=0 if vertical else 10, font=dict(size=11, color=ARROW_COLOR))
+    return layout_diagram(fig, x_range, y_range, title=title, height=height, design_width=design_width)
+
+
+def _plain(text: str) -> str:
+    """A plotly label for matplotlib: W<sup>Q</sup> becomes W^Q."""
+    return re.sub(r"<sup>(.*?)</sup>", r"^\1", text)
+
+
+def _matplotlib(boxes, paths, x_range, y_range, title, height):
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, axes = mpl_figure(size=(7, height / 80))
+    ax = axes[0, 0]
+    for b in boxes:
+        color = "#c8c8c8" if b.dim else b.color
+        ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height / 2), b.width, b.height,
+                                    boxstyle="round,pad=0.02", facecolor="none" if b.frame else color,
+                                    alpha=1.0 if b.frame else (0.12 if b.dim else 0.25), edgecolor=color,
+                                    linestyle="--" if b.frame else "-"))
+        if b.frame:
+            ax.text(b.x - b.width / 2 + 0.05, b.y + b.height / 2 - 0.05, b.label, ha="left", va="top", fontsize=7,
+                    color=color)
+        else:
+            ax.text(b.x, b.y, _plain(b.label), ha="center", va="center", fontsize=8,
+                    color=DIM_TEXT if b.dim else "black")
+    for points, label in paths:
+        ax.plot([p[0] for p in points[:-1]], [p[1] for p in points[:-1]], color=ARROW_COLOR, lw=1)
+        ax.annotate("", xy=points[-1], xytext=points[-2], arrowprops=dict(arrowstyle="->", color=ARROW_COLOR))
+        (x0, y0), (x1, y1) = points[-2:]
+        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.1, label, ha="center", va="bottom", fontsize=8)
+    ax.set(xlim=x_range, ylim=y_range, title=title or "")
+    ax.axis("off")
     return fig
 
 
-def _embedding_label(embed: nn.Module) -> tuple[str, str]:
+# -- the paper's Figure 1 ------------------------------------------------------------------------------------------
+
+FIGURE_1_PARTS = ("tokens", "embedding", "positional", "self_attention", "masked_self_attention", "cross_attention",
+                  "feed_forward", "add_norm", "output")
+
+
+def _highlight_set(highlight: str | Iterable[str] | None) -> set[str] | None:
+    if highlight is None:
+        return None
+    parts = {highlight} if isinstance(highlight, str) else set(highlight)
+    unknown = sorted(p for p in parts if p not in FIGURE_1_PARTS)
+    if unknown or not parts:
+        raise ValueError(f"highlight: expected one or more part names from {list(FIGURE_1_PARTS)}, "
+                         f"got {sorted(parts) if parts else 'nothing'}")
+    return parts
+
+
+def _embedding_labels(embed: nn.Module) -> tuple[str, str, str]:
     vocab, width = embed.token.weight.shape
     scale = " × √d_model" if embed.token.scale else ""
     kind = "sinusoidal" if isinstance(embed.position, SinusoidalPositionalEncoding) else "learned"
-    return f"embedding {vocab} × {width}{scale}", f"+ {kind} positional encoding"
+    return (f"embedding\n{vocab} × {width}{scale}", f"+ positional encoding\n({kind})",
+            f"embedding {vocab} × {width}{scale}, + {kind} positional encoding")
 
 
-def _block_label(stack: nn.Module, kind: str) -> str:
-    """What every layer of an encoder or decoder stack does, read from its first layer (all are alike)."""
+def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colors: dict) -> tuple[list[Box], list]:
+    """One layer of an encoder or decoder stack (all layers are alike, so the first one is read), bottom to top
+    from row y, framed with "× N"; returns its boxes and the arrows between them (the stream through the layer)."""
     layer = stack.layers[0]
     attn, ff = layer.self_attn, layer.ff
+    norm_first = (layer.attn_res if side == "enc" else layer.self_res).norm_first
     heads = f"{attn.n_heads} heads of d_k = {attn.d_head}"
-    lines = [f"{kind} stack × N = {len(stack.layers)}"]
-    if kind == "decoder":
-        lines.append(f"masked self-attention, {heads}")
-        if layer.cross_attn is not None:
-            lines.append(f"cross-attention, {layer.cross_attn.n_heads} heads")
-    else:
-        lines.append(f"self-attention, {heads}")
-    lines.append(f"feed-forward {ff.linear1.in_features} → {ff.linear1.out_features} → {ff.linear2.out_features}"
-                 f" ({ff.activation})")
-    norm_first = (layer.attn_res if kind == "encoder" else layer.self_res).norm_first
-    lines.append("LayerNorm before each sub-layer, + x after" if norm_first else "Add & Norm after each sub-layer")
+    subs = [("self_attention", f"self-attention\n{heads}") if side == "enc"
+            else ("masked_self_attention", f"masked self-attention\n{heads}")]
+    if side == "dec" and layer.cross_attn is not None:
+        subs.append(("cross_attention", f"cross-attention\n{layer.cross_attn.n_heads} heads, K, V from encoder"))
+    subs.append(("feed_forward", f"feed-forward\n{ff.linear1.in_features} → {ff.linear1.out_features}"
+                                 f" → {ff.linear2.out_features} ({ff.activation})"))
+    boxes, names, row, gap = [], [], y, 0.62
+    for i, (group, label) in enumerate(subs):
+        if norm_first:  # pre-LN: LayerNorm before the sub-layer, + x after
+            boxes.append(Box(f"{side}_norm{i}", "LayerNorm", x, row, w * 0.8, 0.42, colors["norm"], "add_norm",
+                             hover="pre-LN: the sub-layer reads LayerNorm(x)", font_size=11))
+            names.append(boxes[-1].name)
+            row += gap
+        boxes.append(Box(f"{side}_{group}", label, x, row + 0.12, w, 0.66, colors["attn" if "att" in group else "ff"],
+                         group, font_size=11))
+        names.append(boxes[-1].name)
+        row += gap + 0.25
+        label, hover = (("add: x + sub-layer", "pre-LN: x + Dropout(sub-layer(LayerNorm(x)))") if norm_first else
+                        ("Add & Norm", "post-LN (paper): LayerNorm(x + Dropout(sub-layer(x)))"))
+        boxes.append(Box(f"{side}_add{i}", label, x, row, w * 0.8, 0.42, colors["norm"], "add_norm", hover=hover,
+                         font_size=11))
+        names.append(boxes[-1].name)
+        row += gap
     if stack.norm is not None:
-        lines.append("then one final LayerNorm")
-    return "\n".join(lines)
+        boxes.append(Box(f"{side}_final_norm", "final LayerNorm", x, row, w * 0.8, 0.42, colors["norm"], "add_norm",
+                         hover="after the last layer: a pre-LN stack leaves its output un-normalised", font_size=11))
+        names.append(boxes[-1].name)
+        row += gap
+    kind = "encoder" if side == "enc" else "decoder"
+    n = len(stack.layers)
+    top, bottom = row - gap + 0.3, y - 0.4
+    boxes.append(Box(f"{side}_stack", f"N = {n} ×", x, (top + 0.3 + bottom) / 2, w + 0.3, top + 0.3 - bottom,
+                     colors["frame"], kind, frame=True, hover=f"{kind} stack × N = {n} identical layers",
+                     font_size=11))
+    return boxes, list(zip(names, names[1:]))
 
 
-def transformer_diagram(model: nn.Module, *, title: str | None = None, height: int = 700,
-                        backend: str = "plotly"):
+def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: str | Iterable[str] | None = None,
+                        compact: bool = False, title: str | None = None, height: int = 700, backend: str = "plotly"):
     """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
     it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read
-    from the model's own modules, so the picture cannot disagree with the code it shows."""
-    from ..models import Transformer
+    from the model's own modules, so the picture cannot disagree with the code it shows. Given a
+    :class:`~transformer_lib.TransformerConfig`, the model is built from it on the meta device (modules and
+    shapes only: no memory for weights, no random numbers drawn, so a chapter's seeded results do not move).
 
+    ``highlight``: one part name or several, from :data:`FIGURE_1_PARTS` ("embedding", "self_attention",
+    "add_norm", ...): the other boxes are greyed out, so a chapter can show where it sits in the architecture.
+    ``compact``: one line per box (its first), the numbers moved to the hover text: a small figure (height ~440)
+    that stays legible on a phone.
+    """
+    from ..models import Transformer, TransformerConfig
+
+    if isinstance(model, TransformerConfig):  # built on the meta device: its modules and shapes, no weights, no RNG
+        with torch.device("meta"):
+            model = Transformer(model)
     if not isinstance(model, Transformer):
-        raise TypeError(f"model: expected a transformer_lib Transformer, got {type(model).__name__}")
-    grey, orange, blue, green = COLORS[5], COLORS[1], COLORS[0], COLORS[2]
-    s_emb, s_pe = _embedding_label(model.src_embed)
-    t_emb, t_pe = _embedding_label(model.tgt_embed)
+        raise TypeError(f"model: expected a transformer_lib Transformer or TransformerConfig, got "
+                        f"{type(model).__name__}")
+    parts = _highlight_set(highlight)
+    grey, orange, blue, green, purple = COLORS[5], COLORS[1], COLORS[0], COLORS[2], COLORS[4]
+    colors = dict(attn=blue, ff=purple, norm=COLORS[3], frame=grey)
     d_model, vocab = model.lm_head.in_features, model.lm_head.out_features
-    tied = " (tied to the target embedding)" if model.lm_head.weight is model.tgt_embed.token.weight else ""
-    boxes = [
-        Box("s_ids", "source token IDs", 0, 0, color=grey),
-        Box("s_emb", s_emb, 0, 1, width=3.2, color=orange),
-        Box("s_pe", s_pe, 0, 2, width=3.2, color=orange),
-        Box("enc", _block_label(model.encoder, "encoder"), 0, 3.9, width=3.7, height=1.9, color=blue),
-        Box("t_ids", "target token IDs (shifted right)", 4.2, 0, width=2.8, color=grey),
-        Box("t_emb", t_emb, 4.2, 1, width=3.2, color=orange),
-        Box("t_pe", t_pe, 4.2, 2, width=3.2, color=orange),
-        Box("dec", _block_label(model.decoder, "decoder"), 4.2, 3.9, width=3.7, height=1.9, color=blue),
-        Box("linear", f"linear {d_model} → {vocab}{tied}", 4.2, 5.75, width=3.7, color=green),
-        Box("softmax", "softmax: next-token probabilities", 4.2, 6.65, width=3.0, color=green),
+    tied = "\n(tied to the target embedding)" if model.lm_head.weight is model.tgt_embed.token.weight else ""
+    w, xe, xd = 3.0, 0.0, 3.6
+
+    def column(embed: nn.Module, stack: nn.Module, side: str, x: float, y: float) -> tuple[list[Box], list]:
+        emb, pe, hover = _embedding_labels(embed)
+        ids = "source token IDs" if side == "enc" else "target token IDs\n(shifted right)"
+        boxes = [Box(f"{side}_ids", ids, x, y, w * 0.8, 0.55, grey, "tokens", font_size=11),
+                 Box(f"{side}_emb", emb, x, y + 0.8, w, 0.62, orange, "embedding", hover=hover, font_size=11),
+                 Box(f"{side}_pe", pe, x, y + 1.6, w, 0.62, orange, "positional", hover=hover, font_size=11)]
+        layer_boxes, arrows = _stack_boxes(stack, side, x, y + 2.8, w, colors)
+        names = [b.name for b in boxes] + [arrows[0][0]]
+        return boxes + layer_boxes, list(zip(names, names[1:])) + arrows
+
+    dec, dec_arrows = column(model.tgt_embed, model.decoder, "dec", xd, 0.0)
+    cross = next((b for b in dec if b.name == "dec_cross_attention"), None)
+    enc, enc_arrows = column(model.src_embed, model.encoder, "enc", xe, 0.0)
+    if cross is not None:  # the encoder's output runs above its stack, then right into the cross-attention
+        frame_top = enc[-1].y + enc[-1].height / 2
+        shift = max(0.0, frame_top - (cross.y - 0.25))
+        enc, enc_arrows = column(model.src_embed, model.encoder, "enc", xe, -shift)
+    top = max(b.y + b.height / 2 for b in dec)
+    boxes = enc + dec + [
+        Box("linear", f"linear {d_model} → {vocab}{tied}", xd, top + 0.55, w, 0.62, green, "output", font_size=11),
+        Box("softmax", "softmax\nnext-token probabilities", xd, top + 1.35, w, 0.62, green, "output", font_size=11),
     ]
-    paths = (["s_ids", "s_emb", "s_pe", "enc"], ["t_ids", "t_emb", "t_pe", "dec", "linear", "softmax"])
-    arrows = [(a, b) for path in paths for a, b in zip(path, path[1:])]
-    arrows.append(("enc", "dec", "keys, values"))
+    if compact:
+        boxes = [replace(b, label=b.label.split("\n")[0], hover=b.hover or b.label.replace("\n", " "))
+                 if not b.frame else b for b in boxes]
+    if parts is not None:
+        boxes = [replace(b, dim=b.group not in parts) if not b.frame else b for b in boxes]
+    enc_top, dec_top = enc[-2].name, dec[-2].name  # the last box inside each frame
+    arrows = [*enc_arrows, *dec_arrows, (dec_top, "linear"), ("linear", "softmax")]
+    if cross is not None:  # the encoder output feeds every decoder layer's cross-attention
+        arrows.append(Arrow(enc_top, cross.name, "K, V", route="vh"))
     return block_diagram(boxes, arrows, title=title or "The Transformer, drawn from the model object",
-                         height=height, backend=backend)
+                         height=height, backend=backend, design_width=420)

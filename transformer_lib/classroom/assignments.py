@@ -13,12 +13,16 @@ between nbgrader's markers::
 each marked block replaced by a stub that raises ``NotImplementedError`` (the signature and docstring stay), every
 output cleared, cells tagged ``solution-only`` dropped, and cells tagged ``demo`` (which call the learner's code)
 tagged ``raises-exception`` as well, so that executing a student notebook (nbval, the website build) expects their
-``NotImplementedError``. ``--check`` only reports whether the committed student notebooks are up to date, and
+``NotImplementedError``. ``--check`` only reports whether the committed student notebooks are up to date,
 ``--teacher-book DIR`` copies the book with the solutions in place of the student notebooks (build it with
-``jupyter-book build DIR``; never publish it).
+``jupyter-book build DIR``; never publish it), and ``--nbgrader DIR`` writes an nbgrader course folder
+(:mod:`transformer_lib.classroom.nbgrader_export`). ``--solutions PRIVATE_DIR`` reads the solution notebooks from
+a folder outside the repository instead of ``assignments/``, for a class whose answers must stay private.
 
-:data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines and the check of
-:mod:`transformer_lib.classroom.checks` that grades it; the grader and ``checks.check_assignment`` read it.
+:data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines, the check of
+:mod:`transformer_lib.classroom.checks` that grades it, its points and whether it is an optional extension; the
+grader, its gradebook, the nbgrader export and ``checks.check_assignment`` read it. The markdown cell that asks the
+written questions is tagged ``answer``: the gradebook collects the students' text from it for grading by hand.
 """
 
 from __future__ import annotations
@@ -36,15 +40,25 @@ __all__ = ["Exercise", "Assignment", "ASSIGNMENTS", "get_assignment", "student_s
            "generate", "notebook_namespace", "build_teacher_book", "main"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+ANSWER_HERE = "*Write your answer here.*"  # what a written answer becomes in the student notebook
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded piece: ``check`` (a function name in transformer_lib.classroom.checks) is called on ``names``."""
+    """One graded piece: ``check`` (a function name in transformer_lib.classroom.checks) is called on ``names``.
+
+    ``points`` is what a pass earns. An ``extension`` is optional extra work: graded and listed like the others,
+    its points count as extra credit, never in the assignment's maximum.
+    """
 
     names: tuple[str, ...]
     check: str
-    extension: bool = False  # optional extra work; reported like the others
+    extension: bool = False
+    points: float = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.points, bool) or not isinstance(self.points, (int, float)) or not self.points > 0:
+            raise ValueError(f"points: expected a number > 0 for {self.check}, got {self.points!r}")
 
     @property
     def name(self) -> str:
@@ -60,26 +74,38 @@ class Assignment:
     chapter: str
     exercises: tuple[Exercise, ...]
 
+    @property
+    def max_points(self) -> float:
+        """The points of the required exercises (extensions are extra credit)."""
+        return sum(ex.points for ex in self.exercises if not ex.extension)
 
+    def exercise(self, name: str) -> Exercise | None:
+        """The exercise whose check result is called ``name`` (e.g. ``"attention"``), or None."""
+        return next((ex for ex in self.exercises if ex.name == name), None)
+
+
+# Points are set here and nowhere else: the grader's sheets and the nbgrader export read them.
 ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in (
     Assignment("01_tokenizer", "A word tokenizer with special tokens and padding", "tokenization",
-               (Exercise(("build_vocab",), "check_build_vocab"), Exercise(("encode",), "check_encode"),
-                Exercise(("pad_sequences",), "check_pad_sequences"))),
+               (Exercise(("build_vocab",), "check_build_vocab", points=4),
+                Exercise(("encode",), "check_encode", points=3),
+                Exercise(("pad_sequences",), "check_pad_sequences", points=3))),
     Assignment("02_positional_encoding", "The sinusoidal positional encoding", "positional encoding",
-               (Exercise(("positional_encoding",), "check_positional_encoding"),)),
+               (Exercise(("positional_encoding",), "check_positional_encoding", points=10),)),
     Assignment("03_attention", "Scaled dot-product attention", "attention",
-               (Exercise(("attention",), "check_attention"),)),
+               (Exercise(("attention",), "check_attention", points=10),)),
     Assignment("04_masks", "Padding and causal masks", "masks",
-               (Exercise(("make_padding_mask",), "check_padding_mask"),
-                Exercise(("make_causal_mask",), "check_causal_mask"),
-                Exercise(("make_decoder_mask",), "check_decoder_mask"))),
+               (Exercise(("make_padding_mask",), "check_padding_mask", points=3),
+                Exercise(("make_causal_mask",), "check_causal_mask", points=3),
+                Exercise(("make_decoder_mask",), "check_decoder_mask", points=4))),
     Assignment("05_multi_head_attention", "Multi-head attention", "multi-head attention",
-               (Exercise(("split_heads",), "check_split_heads"), Exercise(("merge_heads",), "check_merge_heads"),
-                Exercise(("MultiHead",), "check_multi_head_attention"))),
+               (Exercise(("split_heads",), "check_split_heads", points=3),
+                Exercise(("merge_heads",), "check_merge_heads", points=2),
+                Exercise(("MultiHead",), "check_multi_head_attention", points=5))),
     Assignment("06_decoder", "A decoder layer, greedy decoding and beam search", "decoder and decoding",
-               (Exercise(("DecoderBlock",), "check_decoder_layer"),
-                Exercise(("decode_greedy",), "check_greedy_decode"),
-                Exercise(("decode_beam",), "check_beam_search", extension=True))),
+               (Exercise(("DecoderBlock",), "check_decoder_layer", points=5),
+                Exercise(("decode_greedy",), "check_greedy_decode", points=5),
+                Exercise(("decode_beam",), "check_beam_search", extension=True, points=5))),
 )}
 
 
@@ -125,7 +151,7 @@ def student_source(source: str, *, code: bool = True) -> str:
                 out += [f"{indent}# YOUR CODE HERE",
                         f'{indent}raise NotImplementedError("{name}: not implemented yet")']
             else:
-                out.append("*Write your answer here.*")
+                out.append(ANSWER_HERE)
         elif marker == END:
             if not inside:
                 raise ValueError(f"source: line {number} closes a solution block that was never opened")
@@ -169,17 +195,16 @@ def _clean(nb: Any) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def generate(root: str | Path, *, check_only: bool = False) -> list[Path]:
-    """Write ``book/assignments/NN.ipynb`` for every ``assignments/NN.ipynb`` under ``root``.
+def generate(root: str | Path, *, check_only: bool = False, solutions: str | Path | None = None) -> list[Path]:
+    """Write ``book/assignments/NN.ipynb`` under ``root`` for every solution notebook ``NN.ipynb`` in
+    ``solutions`` (default: ``root/assignments``; a private folder keeps the solutions out of the repository).
 
     Returns the student notebooks that were (with ``check_only``: that would be) created or changed.
     """
     import nbformat
 
-    src_dir, dst_dir = Path(root) / "assignments", Path(root) / "book" / "assignments"
+    src_dir, dst_dir = _solutions_dir(root, solutions), Path(root) / "book" / "assignments"
     sources = sorted(src_dir.glob("[0-9][0-9]_*.ipynb"))
-    if not sources:
-        raise FileNotFoundError(f"root: no solution notebooks assignments/NN_name.ipynb under {root}")
     changed = []
     for src in sources:
         text = _clean(student_notebook(nbformat.read(src, as_version=4)))
@@ -190,6 +215,16 @@ def generate(root: str | Path, *, check_only: bool = False) -> list[Path]:
                 dst_dir.mkdir(parents=True, exist_ok=True)
                 dst.write_text(text, encoding="utf-8")
     return changed
+
+
+def _solutions_dir(root: str | Path, solutions: str | Path | None) -> Path:
+    """The folder of solution notebooks: ``solutions``, or ``root/assignments``; it must hold some."""
+    src_dir = Path(solutions) if solutions is not None else Path(root) / "assignments"
+    if not any(src_dir.glob("[0-9][0-9]_*.ipynb")):
+        where = f"solutions: no solution notebooks NN_name.ipynb in {src_dir}" if solutions is not None else \
+            f"root: no solution notebooks assignments/NN_name.ipynb under {root}"
+        raise FileNotFoundError(where)
+    return src_dir
 
 
 def notebook_namespace(path: str | Path, *, skip_tags: tuple[str, ...] = ("check",)) -> dict[str, Any]:
@@ -213,9 +248,11 @@ _NOT_COPIED = (".git", ".venv", "venv", "_build", "__pycache__", ".pytest_cache"
                "node_modules", "*.egg-info", ".jupyter_cache")
 
 
-def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = False) -> Path:
-    """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks in place of the student
-    ones; with ``build`` also run ``jupyter-book build dest``. Returns ``dest``.
+def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = False,
+                       solutions: str | Path | None = None) -> Path:
+    """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks (from ``solutions``,
+    default ``root/assignments``) in place of the student ones; with ``build`` also run
+    ``jupyter-book build dest``. Returns ``dest``.
 
     The public site only ever holds the student notebooks: hiding a cell on a page is not secrecy.
     """
@@ -224,8 +261,9 @@ def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = Fals
         raise ValueError(f"dest: must lie outside the repository {root}, got {dest}")
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"dest: expected a new or empty folder, got {dest}")
+    src_dir = _solutions_dir(root, solutions)
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
-    for solution in sorted((root / "assignments").glob("[0-9][0-9]_*.ipynb")):
+    for solution in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
         shutil.copyfile(solution, dest / "book" / "assignments" / solution.name)
     if build:
         subprocess.run(["jupyter-book", "build", str(dest)], check=True)
@@ -244,14 +282,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--teacher-book", type=Path, metavar="DIR",
                         help="copy the book to DIR with the solution notebooks in place of the student ones")
     parser.add_argument("--build", action="store_true", help="with --teacher-book: also run jupyter-book build DIR")
+    parser.add_argument("--nbgrader", type=Path, metavar="DIR",
+                        help="write an nbgrader course folder to DIR (source/<id>/<id>.ipynb, nbgrader_config.py)")
+    parser.add_argument("--solutions", type=Path, metavar="DIR",
+                        help="the folder of solution notebooks (default: ROOT/assignments); keep it private")
     args = parser.parse_args(argv)
+    if args.nbgrader:
+        from .nbgrader_export import export_course
+
+        written = export_course(args.nbgrader, _solutions_dir(args.root, args.solutions))
+        print(f"nbgrader course with {len(written)} assignments: {args.nbgrader}")
+        print(f"Then: cd {args.nbgrader} && nbgrader generate_assignment {written[0].stem}")
+        return 0
     if args.teacher_book:
-        dest = build_teacher_book(args.teacher_book, args.root, build=args.build)
+        dest = build_teacher_book(args.teacher_book, args.root, build=args.build, solutions=args.solutions)
         print(f"Teacher's copy with solutions: {dest}")
         if not args.build:
             print(f"Build it: jupyter-book build {dest}")
         return 0
-    changed = generate(args.root, check_only=args.check)
+    changed = generate(args.root, check_only=args.check, solutions=args.solutions)
     for path in changed:
         print(f"{'out of date' if args.check else 'wrote'}: {path.relative_to(args.root)}")
     if args.check and changed:

@@ -1,17 +1,19 @@
 """Grade a folder of submitted assignment notebooks offline.
 
-    python -m transformer_lib.classroom.grade SUBMISSIONS_DIR --out grades.csv
+    python -m transformer_lib.classroom.grade SUBMISSIONS_DIR --out grades.csv [--roster roster.csv]
 
 ``SUBMISSIONS_DIR`` holds one folder per student with that student's notebooks, each named after its assignment
-(as in ``book/assignments/``)::
+(as in ``book/assignments/``), or the files of an LMS bulk download (``smithjohn_123_03_attention.ipynb``), or
+both; :mod:`transformer_lib.classroom.submissions` says which file is whose and which of several is graded::
 
     submissions/
         alice/03_attention.ipynb
         alice/04_masks.ipynb
         bob/03_attention.ipynb
 
-Writes the CSV (``student, assignment, exercise, passed, message``; ``passed`` is 1 or 0) and one markdown feedback
-file per student (``feedback/<student>.md`` next to the CSV unless ``--feedback`` says otherwise).
+:mod:`transformer_lib.classroom.gradebook` then writes the sheets (one row per exercise with points, file name
+and the file's SHA-256; a totals sheet; the written answers), one markdown feedback file per student
+(``feedback/<student>.md`` next to the CSV unless ``--feedback`` says otherwise) and a checksum manifest.
 
 How a notebook is graded
 ------------------------
@@ -65,8 +67,6 @@ import argparse
 import asyncio
 import atexit
 import contextlib
-import csv
-import json
 import logging
 import math
 import secrets
@@ -81,12 +81,14 @@ from .assignments import ASSIGNMENTS, Assignment, Exercise
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
 from .sandbox import LibraryCopy, Sandbox, SandboxedKernelManager
+from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
+from .submissions import assignment_for, collect_submissions, read_roster
 
 __all__ = ["GradedNotebook", "find_submissions", "grade_notebook", "grade_folder", "write_csv", "feedback_markdown",
            "main"]
 
-CSV_COLUMNS = ("student", "assignment", "exercise", "passed", "message")
 _LIBRARY = Path(__file__).resolve().parents[1]  # this transformer_lib: kernels import a read-only copy of it
+_LIBRARY_PARENT = str(_LIBRARY.parent)  # the repository it sits in (its book/assignments)
 
 
 @dataclass
@@ -98,6 +100,9 @@ class GradedNotebook:
     path: Path
     results: list[CheckResult] = field(default_factory=list)  # each with its flags (CheckResult.flags)
     problems: list[str] = field(default_factory=list)
+    file_name: str = ""  # as found in the submissions folder, e.g. "alice/03_attention (1).ipynb"
+    sha256: str = ""  # of the file's bytes before grading
+    notes: list[str] = field(default_factory=list)  # for the teacher: duplicates not graded, roster, late
     seconds: float = 0.0  # how long grading it took, kernels and replays included
 
     def rows(self) -> list[dict[str, Any]]:
@@ -108,20 +113,15 @@ class GradedNotebook:
                  "passed": int(r.passed), "message": r.message} for r in self.results]
 
 
-def find_submissions(folder: str | Path) -> list[tuple[str, Path]]:
-    """``(student, notebook)`` for every ``folder/<student>/*.ipynb``, sorted; checkpoints are skipped."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise NotADirectoryError(f"submissions: expected a folder of student folders, got {folder}")
-    return [(p.parent.name, p) for p in sorted(folder.glob("*/*.ipynb")) if not p.parent.name.startswith(".")]
+def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -> list[tuple[str, Path]]:
+    """``(student, notebook)`` for every notebook that will be graded under ``folder``, sorted: one per student and
+    assignment (see :func:`~transformer_lib.classroom.submissions.collect_submissions`)."""
+    return [(s.student, s.path) for s in collect_submissions(folder, roster)]
 
 
 def _assignment_for(path: Path) -> Assignment | None:
-    """The assignment a file name stands for: ``03_attention.ipynb``, or ``03_attention (1).ipynb`` and the like."""
-    if path.stem in ASSIGNMENTS:
-        return ASSIGNMENTS[path.stem]
-    matches = [a for a in ASSIGNMENTS.values() if path.stem.startswith(a.id)]
-    return matches[0] if len(matches) == 1 else None
+    """The assignment a file name stands for: ``03_attention.ipynb``, ``03_attention (1).ipynb``, an LMS name."""
+    return assignment_for(path)
 
 
 def _all_failed(assignment: Assignment, summary: str, hint: str, error: str) -> list[CheckResult]:
@@ -414,55 +414,37 @@ def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckRe
                        "cells. If you did not, tell your teacher.", "RecordingError")
 
 
-def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
-    """One student's feedback: a table of results, then for each failure what failed, the hints, and the
-    problems met while running each notebook."""
-    lines = [f"# Feedback for {student}", "", "| Assignment | Exercise | Result |", "|---|---|---|"]
-    for g in graded:
-        for r in g.results or [CheckResult("-", False, "")]:
-            lines.append(f"| {g.assignment} | {r.exercise} | {'PASS' if r.passed else 'FAIL'} |")
-    for g in graded:
-        passed = sum(r.passed for r in g.results)
-        lines += ["", f"## {g.assignment}: {passed} of {len(g.results)} exercises pass", ""]
-        for r in g.results:
-            lines += [f"### {r.exercise}: {'PASS' if r.passed else 'FAIL'}", "", r.summary, ""]
-            if not r.passed:
-                if r.details:
-                    lines += ["```text", r.details, "```", ""]
-                if r.hints:
-                    lines += [f"**Hint:** {r.hints[0]}", ""]
-                for level, hint in enumerate(r.hints[1:], start=2):
-                    lines += [f"<details><summary>Hint {level}</summary>", "", hint, "", "</details>", ""]
-        if g.problems:
-            lines += ["### Problems with your notebook", "",
-                      "Cells are numbered from the top, markdown cells included.", ""]
-            lines += [f"- {p}" for p in g.problems] + [""]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def write_csv(path: str | Path, graded: list[GradedNotebook]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for g in graded:
-            writer.writerows(g.rows())
+def _default_templates() -> Path | None:
+    """The student notebooks that were handed out: ``book/assignments`` of the current folder, else of the
+    repository this library sits in."""
+    for root in (Path.cwd(), Path(_LIBRARY_PARENT)):
+        if (root / "book" / "assignments").is_dir():
+            return root / "book" / "assignments"
+    return None
 
 
 def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path | None = None, *,
                  cell_timeout: float = 60, time_limit: float = DEFAULT_TIME_LIMIT, kernel_name: str = "python3",
-                 jobs: int = 1, progress: bool = True) -> list[GradedNotebook]:
-    """Grade every ``folder/<student>/<assignment>.ipynb``; write the CSV ``out`` and ``feedback_dir/<student>.md``
-    (default: a ``feedback`` folder next to ``out``). ``jobs`` notebooks run at once, each in its own kernel.
-    Returns what was graded, in file order."""
+                 jobs: int = 1, progress: bool = True, roster: str | Path | None = None,
+                 totals: str | Path | None = None, answers: str | Path | None = None,
+                 templates: str | Path | None = None, written: dict[Path, str] | None = None
+                 ) -> list[GradedNotebook]:
+    """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
+    names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
+    feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
+    ``templates`` is the folder of the handed-out notebooks, default ``book/assignments``). ``jobs`` notebooks
+    run at once, each in its own kernel. Returns what was graded, sorted by student and file; ``written``, if
+    given, receives ``{path: sha256}`` of the files written."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from tqdm.auto import tqdm
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
-    submissions = find_submissions(folder)
+    submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
     if not submissions:
-        raise FileNotFoundError(f"submissions: no <student>/<assignment>.ipynb files under {folder}")
+        raise FileNotFoundError(f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}")
+    digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
     graded: list[GradedNotebook | None] = [None] * len(submissions)
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
@@ -471,30 +453,44 @@ def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path |
     with ThreadPoolExecutor(max_workers=jobs) as pool, \
             tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar, \
             contextlib.closing(library) as library:
-        futures = {pool.submit(grade_notebook, path, student, cell_timeout=cell_timeout, time_limit=time_limit,
+        futures = {pool.submit(grade_notebook, s.path, s.student, cell_timeout=cell_timeout, time_limit=time_limit,
                                kernel_name=kernel_name, hide=hide, library=library): i
-                   for i, (student, path) in enumerate(submissions)}
+                   for i, s in enumerate(submissions)}
         for future in as_completed(futures):
             i = futures[future]
             graded[i] = future.result()
-            bar.set_postfix_str(f"{submissions[i][0]}/{submissions[i][1].name}")
+            bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
             bar.update()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(out, graded)
-    feedback_dir.mkdir(parents=True, exist_ok=True)
-    for student in sorted({g.student for g in graded}):
-        text = feedback_markdown(student, [g for g in graded if g.student == student])
-        (feedback_dir / f"{student}.md").write_text(text, encoding="utf-8")
+    for g, s, digest in zip(graded, submissions, digests):
+        g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
+        g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
+    templates = templates if templates is not None else _default_templates()
+    files = write_gradebook(out, graded, feedback_dir=feedback_dir, totals=totals, answers=answers,
+                            templates=templates)
+    if written is not None:
+        written.update(files)
     return graded
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.classroom.grade",
-        description="Run each SUBMISSIONS_DIR/<student>/<assignment>.ipynb in its own kernel, check every exercise, "
-                    "and write a CSV of results and a markdown feedback file per student.")
+        description="Run each submitted notebook (SUBMISSIONS_DIR/<student>/<assignment>.ipynb, or LMS bulk-download "
+                    "names such as smithjohn_123_03_attention.ipynb) in its own kernel, check every exercise, and "
+                    "write the gradebook: a CSV per exercise, a totals CSV, a CSV of written answers, a markdown "
+                    "feedback file per student and a SHA-256 manifest of them all.")
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
-    parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="CSV to write (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=Path("grades.csv"),
+                        help="the per-exercise CSV to write (default: %(default)s); the other sheets go next to it")
+    parser.add_argument("--totals", type=Path, default=None, metavar="CSV",
+                        help="one row per student with points per assignment (default: <out>_totals.csv)")
+    parser.add_argument("--answers", type=Path, default=None, metavar="CSV",
+                        help="the written answers, for grading by hand (default: <out>_answers.csv)")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="maps LMS ids/names to students: columns student, lms_id and/or lms_name")
+    parser.add_argument("--templates", type=Path, default=None, metavar="DIR",
+                        help="the student notebooks handed out, whose 'answer' cells hold the written questions "
+                             "(default: book/assignments)")
     parser.add_argument("--feedback", type=Path, default=None, metavar="DIR",
                         help="folder for <student>.md feedback files (default: 'feedback' next to --out)")
     parser.add_argument("--timeout", type=float, default=60, metavar="SECONDS",
@@ -505,10 +501,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    written: dict[Path, str] = {}
     try:
         graded = grade_folder(args.submissions, args.out, args.feedback, cell_timeout=args.timeout,
                               time_limit=args.check_time_limit, kernel_name=args.kernel, jobs=args.jobs,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, roster=args.roster, totals=args.totals,
+                              answers=args.answers, templates=args.templates, written=written)
     except (FileNotFoundError, NotADirectoryError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2
@@ -516,6 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     n_students = len({g.student for g in graded})
     print(f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
           f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}.")
+    *sheets, manifest = written
+    for path in sheets:
+        if path.suffix == ".csv":
+            print(f"sha256 {written[path]}  {path}")
+    print(f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
+          f"`sha256sum -c {manifest.name}` in {manifest.parent})")
     return 0
 
 

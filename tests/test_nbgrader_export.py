@@ -1,0 +1,130 @@
+"""The nbgrader export: cell metadata that nbgrader's own validator accepts, points from the registry, check cells
+that raise on failure; and a round trip through the real nbgrader (generate_assignment for every assignment,
+autograde of correct, buggy and untouched submissions) that must score them as our grader does."""
+
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lib.classroom import assignments as A
+from transformer_lib.classroom import grade
+from transformer_lib.classroom.assignments import ASSIGNMENTS, BEGIN
+from transformer_lib.classroom.checks import CheckResult
+from transformer_lib.classroom.nbgrader_export import export_course, nbgrader_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("course")
+    assert A.main(["--root", str(ROOT), "--nbgrader", str(dest)]) == 0
+    return dest
+
+
+@pytest.mark.parametrize("aid", list(ASSIGNMENTS))
+def test_every_exercise_is_a_solution_and_a_test_worth_its_points(course, aid):
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    nb = nbformat.read(course / "source" / aid / f"{aid}.ipynb", as_version=4)
+    MetadataValidator().validate_nb(nb)  # nbgrader's own check: ids, points, markdown answers graded
+    tests = {meta(c)["grade_id"]: meta(c)["points"] for c in nb.cells if meta(c).get("grade") and c.cell_type == "code"}
+    assert tests == {f"test_{ex.name}": 0 if ex.extension else ex.points for ex in ASSIGNMENTS[aid].exercises}
+    assert sum(tests.values()) == ASSIGNMENTS[aid].max_points
+    solutions = [c for c in nb.cells if meta(c).get("solution") and c.cell_type == "code"]
+    assert [meta(c)["grade_id"] for c in solutions] == [f"solution_{ex.name}" for ex in ASSIGNMENTS[aid].exercises]
+    assert all(meta(c).get("solution") for c in nb.cells if BEGIN in c.source)  # else generate_assignment refuses
+    (answers,) = [c for c in nb.cells if c.cell_type == "markdown" and meta(c).get("solution")]
+    assert meta(answers) == {"schema_version": 3, "grade": True, "solution": True, "locked": False,
+                             "grade_id": "written_answers", "points": 2}
+    assert not any("solution-only" in c.metadata.get("tags", []) for c in nb.cells)
+    assert all(meta(c).get("locked") for c in nb.cells if c.cell_type == "markdown" and c is not answers)
+    assert (course / "nbgrader_config.py").read_text().count("c.") >= 3
+
+
+def test_an_exported_check_cell_raises_when_the_check_fails():
+    nb = nbgrader_notebook(nbformat.read(ROOT / "assignments" / "03_attention.ipynb", as_version=4), "03_attention")
+    (cell,) = [c for c in nb.cells if meta(c).get("grade_id") == "test_attention"]
+    for passed in (True, False):
+        fake = type("Checks", (), {"check_attention": staticmethod(lambda f: CheckResult("attention", passed, "x"))})
+        namespace = {"checks": fake, "attention": None}
+        if passed:
+            exec(cell.source, namespace)
+        else:
+            with pytest.raises(AssertionError, match="attention: x"):
+                exec(cell.source, namespace)
+
+
+def test_the_export_refuses_a_used_folder_and_a_missing_one(tmp_path):
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "x").write_text("")
+    with pytest.raises(FileExistsError, match="dest: expected a new or empty folder"):
+        export_course(tmp_path / "used", ROOT / "assignments")
+    with pytest.raises(FileNotFoundError, match="solutions: no solution notebooks"):
+        A.main(["--root", str(ROOT), "--nbgrader", str(tmp_path / "new"), "--solutions", str(tmp_path)])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The real nbgrader (installed from requirements.txt): generate_assignment x 6, then autograde and our grader on
+# the same three 04_masks submissions (six kernels; about 40 s of CPU)
+# --------------------------------------------------------------------------------------------------------------
+def nbgrader(course, *args):
+    bin_dir = Path(sys.executable).parent  # nbgrader runs the `alembic` command when it creates its database
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and "ERROR" not in run.stderr, run.stderr[-3000:]
+    return run
+
+
+@pytest.mark.slow
+def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(course, tmp_path):
+    start = time.perf_counter()
+    for aid in ASSIGNMENTS:
+        nbgrader(course, "generate_assignment", aid)
+        released = nbformat.read(course / "release" / aid / f"{aid}.ipynb", as_version=4)
+        text = nbformat.writes(released)
+        assert BEGIN not in text and "raise NotImplementedError()" in text and "*Write your answer here.*" in text
+
+    aid = "04_masks"
+    source = nbformat.read(course / "source" / aid / f"{aid}.ipynb", as_version=4)
+    buggy = nbformat.from_dict(source)
+    (cell,) = [c for c in buggy.cells if c.cell_type == "code" and ".tril()" in c.source]
+    cell.source = cell.source.replace(".tril()", ".triu()")  # the future instead of the past: a wrong causal mask
+    submissions = {"correct": source, "buggy": buggy,
+                   "untouched": nbformat.read(course / "release" / aid / f"{aid}.ipynb", as_version=4)}
+    for student, nb in submissions.items():
+        for where in (course / "submitted" / student / aid / f"{aid}.ipynb", tmp_path / "ours" / student / f"{aid}.ipynb"):
+            where.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, where)
+    nbgrader(course, "autograde", aid)
+
+    from nbgrader.api import Gradebook
+
+    theirs = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in submissions:
+            for g in gb.find_submission_notebook(aid, aid, student).grades:
+                if g.name.startswith("test_"):
+                    theirs[student, g.name.removeprefix("test_")] = g.score
+    grade.grade_folder(tmp_path / "ours", tmp_path / "grades.csv", cell_timeout=60, time_limit=10, jobs=2,
+                       progress=False)
+    with open(tmp_path / "grades.csv", encoding="utf-8", newline="") as f:
+        ours = {(r["student"], r["exercise"]): float(r["points"]) for r in csv.DictReader(f)}
+    assert theirs == ours
+    assert ours == {("correct", "padding_mask"): 3, ("correct", "causal_mask"): 3, ("correct", "decoder_mask"): 4,
+                    ("buggy", "padding_mask"): 3, ("buggy", "causal_mask"): 0, ("buggy", "decoder_mask"): 0,
+                    ("untouched", "padding_mask"): 0, ("untouched", "causal_mask"): 0, ("untouched", "decoder_mask"): 0}
+    print(f"nbgrader round trip: {time.perf_counter() - start:.0f} s")

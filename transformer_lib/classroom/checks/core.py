@@ -237,9 +237,10 @@ def _call(fn: Callable, *args: Any, inputs: str, on_error: dict | None = None, *
     if tape is not None and tape.replaying:
         outcome = tape.replay(fn, args, kwargs)
     else:
+        call = tape.fingerprint(fn, args, kwargs) if tape is not None else None  # before the learner can change them
         outcome = _run_learner(name, fn, args, kwargs, limit)
         if tape is not None:
-            tape.record(fn, args, kwargs, outcome)
+            tape.record(call, outcome)
     if outcome.error is None:
         return outcome.value
     name = outcome.name

@@ -116,9 +116,9 @@ def _fingerprint(fn: Any, args: tuple, kwargs: dict) -> str:
 # Values -> plain data (in the kernel)
 # --------------------------------------------------------------------------------------------------------------
 def _encode_tensor(t: Tensor) -> dict[str, Any]:
+    if t.dtype not in _DTYPES.values() or t.numel() * t.element_size() > MAX_RECORDING_CHARS // 2:
+        return {"t": "opaque", "type": f"Tensor[{t.dtype}, {tuple(t.shape)}]"}  # stands for no tensor a check takes
     t = t.detach().cpu().contiguous()
-    if t.dtype not in _DTYPES.values():
-        return {"t": "opaque", "type": f"Tensor[{t.dtype}]"}
     data = t.view(_VIEW.get(t.dtype, t.dtype)).numpy().tobytes()
     return {"t": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
             "data": base64.b64encode(data).decode("ascii")}
@@ -309,8 +309,12 @@ class _Tape:
     position: int = 0
     mismatch: str = ""
 
-    def record(self, fn: Any, args: tuple, kwargs: dict, outcome: _Outcome) -> None:
-        entry: dict[str, Any] = {"fp": _fingerprint(fn, args, kwargs), "name": outcome.name[:100]}
+    @staticmethod
+    def fingerprint(fn: Any, args: tuple, kwargs: dict) -> str:
+        return _fingerprint(fn, args, kwargs)
+
+    def record(self, fingerprint: str, outcome: _Outcome) -> None:
+        entry: dict[str, Any] = {"fp": fingerprint, "name": outcome.name[:100]}
         if outcome.error is None:
             entry["value"] = _encode(outcome.value)
         else:

@@ -67,6 +67,17 @@ def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
     assert grade.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "g.csv")]) == 2
 
 
+@pytest.mark.parametrize("kw, message", [
+    (dict(cell_timeout=0), "cell_timeout: expected a number of seconds >= 1, got 0"),
+    (dict(cell_timeout="60"), "cell_timeout: expected a number of seconds >= 1, got '60'"),
+    (dict(grace=-1), "grace: expected a number of seconds >= 0.1, got -1"),
+    (dict(time_limit=float("nan")), "time_limit: expected a number of seconds >= 0, got nan"),
+])
+def test_bad_time_limits_name_themselves(kw, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        grade.grade_notebook(FIXTURES / "alice" / "03_attention.ipynb", **kw)
+
+
 def test_feedback_lists_results_details_and_tiered_hints(tmp_path):
     g = grade.GradedNotebook("zoe", "03_attention", tmp_path, [
         CheckResult("attention", False, "The weights differ.", "Expected 1\nGot 2", ("First.", "Second."))],

@@ -275,6 +275,9 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
     """
     import nbformat
 
+    for name, value, least in (("cell_timeout", cell_timeout, 1), ("grace", grace, 0.1), ("time_limit", time_limit, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+            raise ValueError(f"{name}: expected a number of seconds >= {least}, got {value!r}")
     started = time.monotonic()
     path = Path(path)
     student = student or path.parent.name

@@ -92,6 +92,7 @@ class LibraryCopy:
 
     @property
     def path(self) -> Path:
+        """The copied package folder (``parent / "transformer_lib"``)."""
         return self.parent / self.source.name
 
     def _copy(self) -> None:
@@ -177,12 +178,14 @@ class Sandbox:
                             and not any(Path(k).resolve().is_relative_to(Path(h).resolve()) for k in keep)})
 
     def env(self) -> dict[str, str]:
+        """The kernel's environment: the library copy first on its path, its token, its folder as home and temp."""
         return {**os.environ, "PYTHONPATH": str(self.library.parent), TOKEN_VARIABLE: self.token,
                 "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "HOME": self.workdir, "TMPDIR": self.workdir,
                 "IPYTHONDIR": os.path.join(self.workdir, ".ipython"), "MPLCONFIGDIR": self.workdir,
                 "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_RUNTIME_DIR": self.workdir}
 
     def wrap(self, kernel: list[str]) -> list[str]:
+        """The command that starts ``kernel`` (its argv, with ``-f CONNECTION_FILE``) in this sandbox."""
         if not self.isolate:
             return kernel
         connection = kernel[kernel.index("-f") + 1] if "-f" in kernel else ""
@@ -210,6 +213,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     @classmethod
     def for_sandbox(cls, sandbox: Sandbox, kernel_name: str) -> SandboxedKernelManager:
+        """A manager for one kernel of ``kernel_name`` that will start in ``sandbox``."""
         km = cls(kernel_name=kernel_name)
         km.sandbox = sandbox
         km.connection_file = sandbox.connection_file

@@ -65,10 +65,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import contextlib
-import logging
-import math
 import secrets
 import sys
 import time
@@ -80,7 +77,8 @@ from . import integrity
 from .assignments import ASSIGNMENTS, Assignment, Exercise
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
-from .sandbox import LibraryCopy, Sandbox, SandboxedKernelManager
+from .kernels import GRACE, SETUP_KEY, error_of, run_cells
+from .sandbox import LibraryCopy, Sandbox
 from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
 from .submissions import assignment_for, collect_submissions, read_roster
 
@@ -129,14 +127,9 @@ def _all_failed(assignment: Assignment, summary: str, hint: str, error: str) -> 
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Running a notebook's cells: one kernel at a time, every cell bounded
+# The injected cells and what they print
 # --------------------------------------------------------------------------------------------------------------
-_GRACE = 5.0  # seconds a kernel gets to answer an interrupt before it is killed
-_SETUP_TIMEOUT = 120  # importing torch on a busy machine may take long: not the student's fault
 _SLACK = 120  # seconds per notebook on top of its cells' time limits: starting kernels, importing the library
-_SETUP = ("setup",)
-_QUIET = logging.getLogger("transformer_lib.classroom.grade.kernels")  # nbclient's time-out messages: the
-_QUIET.setLevel(logging.CRITICAL)  # problems list says what happened, per cell
 
 
 def _record_cell(ex: Exercise, nonce: str, time_limit: float) -> Any:
@@ -163,97 +156,6 @@ def _read_recording(cell: Any, marker: str) -> tuple[str | None, str]:
     return None, "no recording" if not lines else "more than one recording (an imitation printed by the notebook)"
 
 
-def _error_of(cell: Any) -> str | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            name, value = str(out.get("ename", "Error")), str(out.get("evalue", ""))
-            return f"{name}: {value}".rstrip(": ")
-    return None
-
-
-@dataclass
-class _Run:
-    """What one kernel did: each cell's state ("ok", "error", "timeout": stopped by an interrupt), and why it stopped
-    early, if it did: ("hung" | "died" | "deadline", the cell's key) or a failure to start."""
-
-    state: dict[Any, str] = field(default_factory=dict)
-    stopped: tuple[str, Any] | None = None
-    failure: str = ""
-    leftovers: int = 0
-
-
-async def _answers_interrupt(client: Any, grace: float) -> bool:
-    """Interrupt the kernel, then ask it to run ``None``: True if it answers within ``grace`` seconds."""
-    from queue import Empty
-
-    try:
-        await client.km.interrupt_kernel()
-        probe = client.kc.execute("None", silent=True, store_history=False)
-        end = time.monotonic() + grace
-        while (left := end - time.monotonic()) > 0:
-            msg = await client.kc.shell_channel.get_msg(timeout=left)
-            if msg.get("parent_header", {}).get("msg_id") == probe:
-                return True
-    except (Empty, RuntimeError, OSError):
-        pass
-    return False
-
-
-async def _execute(cells: list[tuple[Any, Any]], sandbox: Sandbox, kernel_name: str, cell_timeout: float,
-                   deadline: float, grace: float) -> _Run:
-    """Run ``cells`` (key, cell) in one fresh sandboxed kernel, in order, each within its time limit and the
-    notebook's ``deadline``; stop at a cell that ignores the interrupt or kills the kernel. The kernel and every
-    process it started are gone when this returns."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    run = _Run()
-    km = SandboxedKernelManager.for_sandbox(sandbox, kernel_name)
-    client = NotebookClient(nbformat.v4.new_notebook(cells=[c for _, c in cells]), km=km, allow_errors=True, log=_QUIET,
-                            interrupt_on_timeout=False, startup_timeout=_SETUP_TIMEOUT, iopub_timeout=grace,
-                            resources={"metadata": {"path": sandbox.workdir}})
-    log = open(sandbox.log, "wb")  # the kernel's own output (and the sandbox's complaints), not the grader's
-    try:
-        async with client.async_setup_kernel(env=sandbox.env(), cwd=sandbox.workdir, stdout=log, stderr=log):
-            for index, (key, cell) in enumerate(cells):
-                left = deadline - time.monotonic()
-                limit = _SETUP_TIMEOUT if key == _SETUP else cell_timeout
-                if left < 1:
-                    run.stopped = ("deadline", key)
-                    break
-                client.timeout = max(1, math.ceil(min(limit, left)))
-                try:
-                    await client.async_execute_cell(cell, index)
-                    run.state[key] = "error" if _error_of(cell) else "ok"
-                except CellTimeoutError:
-                    if not await _answers_interrupt(client, grace):
-                        run.stopped = ("hung", key)
-                        break
-                    run.state[key] = "timeout"
-                except DeadKernelError:
-                    run.stopped = ("died", key)
-                    break
-    except DeadKernelError:
-        run.stopped = ("died", cells[0][0]) if not run.state else run.stopped or ("died", None)
-    except Exception as e:  # a kernel that cannot start, a sandbox that cannot be set up, ...
-        run.failure = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}".rstrip(": ")
-    finally:
-        atexit.unregister(client._cleanup_kernel)  # registered by nbclient; this function cleans up itself
-        with contextlib.suppress(Exception):
-            if client.kc is not None:
-                client.kc.stop_channels()
-        with contextlib.suppress(Exception):
-            await km.shutdown_kernel(now=True)
-        log.close()
-        if run.failure:
-            said = [line for line in Path(sandbox.log).read_text(errors="replace").splitlines()
-                    if line.startswith("sandbox:")]
-            run.failure += f" ({said[-1]})" if said else ""
-        run.leftovers = sandbox.close()
-    return run
-
-
 def _failed(ex: Exercise, summary: str, hint: str, error: str) -> CheckResult:
     return CheckResult(ex.name, False, summary, "", (hint,), error)
 
@@ -261,7 +163,7 @@ def _failed(ex: Exercise, summary: str, hint: str, error: str) -> CheckResult:
 def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float = 60,
                    time_limit: float = DEFAULT_TIME_LIMIT, kernel_name: str = "python3",
                    hide: list[str | Path] | tuple[str | Path, ...] = (), library: LibraryCopy | None = None,
-                   isolate: bool | None = None, grace: float = _GRACE) -> GradedNotebook:
+                   isolate: bool | None = None, grace: float = GRACE) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
 
     ``cell_timeout`` limits each cell: a cell that runs longer is interrupted, and a kernel that does not answer the
@@ -326,11 +228,11 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
                 chosen = [i for i in range(last + 1) if code[i][0] not in left_out]
             setup = nbformat.v4.new_code_cell("import transformer_lib.classroom.checks.record  # loaded before the "
                                               "student's cells are timed")
-            cells = [(_SETUP, setup)] + [(("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1]))
+            cells = [(SETUP_KEY, setup)] + [(("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1]))
                                          for i in chosen]
             cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
             sandbox = Sandbox(library, [path.resolve().parent, *hide], isolate=isolate)
-            run = asyncio.run(_execute(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
+            run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
             if not library.verify():
                 notes.append("The notebook changed the grader's copy of transformer_lib; the copy was restored "
                              "before anything else ran.")
@@ -341,12 +243,12 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
             for key, state in run.state.items():
                 if key[0] == "cell" and key[1] not in errors:
                     if state == "error":
-                        errors[key[1]] = f"Cell {key[1]} raised {_error_of(by_key[key])}"
+                        errors[key[1]] = f"Cell {key[1]} raised {error_of(by_key[key])}"
                     elif state == "timeout":
                         errors[key[1]] = (f"Cell {key[1]} did not finish within {cell_timeout:g} s and was stopped "
                                           "(an endless loop?).")
                         left_out.add(key[1])
-                elif key == _SETUP and state != "ok":
+                elif key == SETUP_KEY and state != "ok":
                     notes.append(f"The grader could not import transformer_lib in the kernel {kernel_name!r}: "
                                  "install the library in that kernel's environment (pip install -e .) or pick "
                                  "another with --kernel.")
@@ -362,7 +264,7 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
                     notes.append(f"Grading this notebook ran out of time (about {cell_timeout:g} s per cell); the "
                                  "exercises not graded by then fail.")
                     stop = True
-                elif key == _SETUP or key is None:
+                elif key == SETUP_KEY or key is None:
                     notes.append("The kernel died while starting.")
                     stop = True
                 elif key[0] == "cell":
@@ -404,7 +306,7 @@ def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckRe
     """The result of ``ex``, computed here by replaying the check on the recording the kernel printed."""
     text, why = _read_recording(cell, marker)
     if text is None:
-        error = _error_of(cell)
+        error = error_of(cell)
         return _failed(ex, "The check did not finish (a time-out, or the kernel stopped)." if not error and
                        why == "no recording" else f"The grader could not read the check's result: {error or why}.",
                        "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable "

@@ -1,15 +1,17 @@
 """The grader: a fixture folder of submissions (correct, wrong, looping, raising, syntax error, not JSON, missing
 cells, unknown name) gives the expected CSV rows and feedback, and grading never stops on a broken notebook."""
 
+import contextlib
 import csv
-import json
+import hashlib
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from transformer_lib.classroom import grade
+from transformer_lib.classroom import grade, sandbox
 from transformer_lib.classroom.assignments import ASSIGNMENTS
 from transformer_lib.classroom.checks import RESULT_MARKER, CheckResult
 
@@ -31,18 +33,18 @@ def test_find_submissions_and_assignment_names(tmp_path):
         grade.find_submissions(tmp_path / "missing")
 
 
-def test_results_are_read_from_the_last_marked_line_only():
+def test_a_recording_is_read_only_from_a_single_line_with_the_nonce():
     cell = nbformat.v4.new_code_cell("")
-    good = CheckResult("attention", True, "All fine.").to_dict()
-    fake = CheckResult("attention", True, "Printed by the student's code.").to_dict()
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
-        f"{RESULT_MARKER}{json.dumps(fake)}\n"  # no nonce: ignored
-        f"{RESULT_MARKER}abc {json.dumps({**good, 'passed': False})}\n"
-        f"{RESULT_MARKER}abc {json.dumps(good)}\n"))]
-    assert grade._read_result(cell, RESULT_MARKER + "abc ", "attention").summary == "All fine."
-    assert grade._read_result(cell, RESULT_MARKER + "abc ", "encode") is None  # another exercise's result
-    cell.outputs[0].text = f"{RESULT_MARKER}abc {{not json"
-    assert grade._read_result(cell, RESULT_MARKER + "abc ", "attention") is None
+    marker = RESULT_MARKER + "abc "
+
+    def printed(text):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        return grade._read_recording(cell, marker)
+
+    assert printed(f"scratch\n{marker}{{\"format\": 1}}\n") == ('{"format": 1}', "")
+    assert printed(f"{RESULT_MARKER}{{}}\n")[0] is None  # no nonce: ignored
+    text, why = printed(f"{marker}{{}}\n{marker}{{}}\n")  # the notebook printed an imitation as well
+    assert text is None and "more than one" in why
 
 
 def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
@@ -63,6 +65,17 @@ def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
     feedback = (tmp_path / "out" / "feedback" / "dave.md").read_text()
     assert "The notebook could not be read (NotJSONError" in feedback
     assert grade.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "g.csv")]) == 2
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(cell_timeout=0), "cell_timeout: expected a number of seconds >= 1, got 0"),
+    (dict(cell_timeout="60"), "cell_timeout: expected a number of seconds >= 1, got '60'"),
+    (dict(grace=-1), "grace: expected a number of seconds >= 0.1, got -1"),
+    (dict(time_limit=float("nan")), "time_limit: expected a number of seconds >= 0, got nan"),
+])
+def test_bad_time_limits_name_themselves(kw, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        grade.grade_notebook(FIXTURES / "alice" / "03_attention.ipynb", **kw)
 
 
 def test_feedback_lists_results_details_and_tiered_hints(tmp_path):
@@ -151,3 +164,115 @@ def test_missing_cells_and_unknown_names(graded):
     assert "make_decoder_mask is not defined" in row(rows, "erin", "04_masks", "decoder_mask")[4]
     assert row(rows, "erin", "notes", "-")[3] == "0"
     assert sorted(p.name for p in feedback.iterdir()) == ["alice.md", "bob.md", "carol.md", "dave.md", "erin.md"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A hostile class (tests/fixtures/hostile/make_hostile.py): nine kernels, two at a time, about 40 s
+# --------------------------------------------------------------------------------------------------------------
+HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile"
+_CELL_TIMEOUT = 8
+needs_namespaces = pytest.mark.skipif(not sandbox.namespaces_available(), reason=(
+    "kernels cannot run in mount and PID namespaces here (not root, or no unshare/setpriv): the fallback does not "
+    "hide other students' files or catch a process that clears its environment"))
+
+
+def _library_digest():
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(grade._LIBRARY.rglob("*.py")))).hexdigest()
+
+
+def _daemons():
+    """Processes that the daemon submission left behind (it marks its own environment)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if b"TL_HOSTILE_DAEMON=1" in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """The class graded from a copy whose path the snoop is told (a student may know or guess it)."""
+    folder = tmp_path_factory.mktemp("hostile") / "class"
+    shutil.copytree(HOSTILE, folder, ignore=shutil.ignore_patterns("*.py"))
+    snoop = nbformat.read(folder / "snoop" / "03_attention.ipynb", as_version=4)
+    (cell,) = [c for c in snoop.cells if "GRADED = None" in c.source]
+    cell.source = cell.source.replace("GRADED = None", f"GRADED = {str(folder)!r}")
+    nbformat.write(snoop, folder / "snoop" / "03_attention.ipynb")
+    out = folder.parent / "out" / "grades.csv"
+    before = _library_digest()
+    graded = grade.grade_folder(folder, out, cell_timeout=_CELL_TIMEOUT, time_limit=3, jobs=2, progress=False)
+    sheet = out.read_bytes()
+    return {g.student: g for g in graded}, out, sheet, before
+
+
+def _passed(g):
+    return [r.passed for r in g.results]
+
+
+def _cell_number(student, needle):
+    nb = nbformat.read(HOSTILE / student / "03_attention.ipynb" if (HOSTILE / student / "03_attention.ipynb").exists()
+                       else HOSTILE / student / "04_masks.ipynb", as_version=4)
+    (number,) = [i for i, c in enumerate(nb.cells, start=1) if c.cell_type == "code" and needle in c.source]
+    return number
+
+
+@pytest.mark.slow
+def test_a_reference_call_passes_on_its_numbers_and_is_flagged(hostile):
+    (result,) = hostile[0]["ref"].results
+    assert result.passed and result.flags == [
+        "uses the library's reference tl.scaled_dot_product_attention: the teacher decides"]
+    (honest,) = hostile[0]["hung"].results
+    assert honest.flags == []
+
+
+@pytest.mark.slow
+def test_patched_checks_and_a_patched_library_cannot_pass_stubs(hostile):
+    graded, _, _, before = hostile
+    for student in ("patch", "libpatch", "untouched"):
+        assert _passed(graded[student]) == [False, False, False], student
+    assert [r.error for r in graded["patch"].results] == ["RecordingMismatch", "RecordingMismatch", "RecordingError"]
+    assert any("_CHECKS" in f for f in graded["patch"].results[0].flags)
+    assert all(r.not_implemented for r in graded["untouched"].results + graded["libpatch"].results)
+    assert _library_digest() == before  # the library the grader imports is untouched
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_a_kernel_finds_no_other_submission(hostile):
+    assert _passed(hostile[0]["snoop"]) == [True]  # its answer turns wrong if it finds another student's notebook
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_a_detached_process_is_killed_and_the_sheet_stays(hostile):
+    graded, out, sheet, _ = hostile
+    assert _passed(graded["daemon"]) == [True]
+    assert _daemons() == []
+    time.sleep(1.5)  # the daemon would rewrite every grades.csv under /tmp twice a second
+    assert out.read_bytes() == sheet and b"hacked" not in sheet
+
+
+@pytest.mark.slow
+def test_a_cell_that_ignores_interrupts_is_killed_and_named(hostile):
+    g = hostile[0]["hung"]
+    number = _cell_number("hung", "except BaseException")
+    assert _passed(g) == [True]
+    assert any(p.startswith(f"Cell {number} did not finish within {_CELL_TIMEOUT} s and did not answer the "
+                            "interrupt") for p in g.problems), g.problems
+    n_cells = sum(c.cell_type == "code" for c in nbformat.read(HOSTILE / "hung" / "03_attention.ipynb", 4).cells)
+    assert g.seconds < _CELL_TIMEOUT * (n_cells + 1) + grade._SLACK  # the bound grade_notebook promises
+
+
+@pytest.mark.slow
+def test_an_exiting_scratch_cell_does_not_zero_correct_functions(hostile):
+    g = hostile[0]["exit"]
+    assert _passed(g) == [True, True, True]
+    assert any(p.startswith(f"Cell {_cell_number('exit', 'os._exit')} stopped the kernel") for p in g.problems)
+
+
+@pytest.mark.slow
+def test_forged_result_lines_are_ignored(hostile):
+    (result,) = hostile[0]["forge"].results
+    assert not result.passed and "more than one recording" in result.summary
+    assert "touches IPython event hooks: the teacher decides" in result.flags

@@ -11,43 +11,82 @@ both; :mod:`transformer_lib.classroom.submissions` says which file is whose and 
         alice/04_masks.ipynb
         bob/03_attention.ipynb
 
-Each notebook runs in its own Jupyter kernel (nbclient), in an empty temporary folder, with a time limit per cell:
-first the student's cells, except the check cells (tagged ``check``), then one injected cell per exercise that
-runs :func:`transformer_lib.classroom.checks.grade_exercise` on the student's objects and prints the result as one line of
-JSON. The grader reads back only that text: it opens notebooks with nbformat (plain JSON) and never unpickles
-anything. A notebook that is not valid JSON, misses cells, has a syntax error, raises, or loops forever gets
-failed rows with the reason, and grading goes on with the next one.
-
 :mod:`transformer_lib.classroom.gradebook` then writes the sheets (one row per exercise with points, file name
 and the file's SHA-256; a totals sheet; the written answers), one markdown feedback file per student
 (``feedback/<student>.md`` next to the CSV unless ``--feedback`` says otherwise) and a checksum manifest.
 
-Grading runs the students' code with your permissions: run it in a container or a throw-away account, not on a
-machine that holds secrets. The checks are honest feedback, not an anti-cheating device.
+How a notebook is graded
+------------------------
+The grader opens the notebook with nbformat (plain JSON; nothing in a submission is ever unpickled) and runs the
+student's code cells (not the check cells, tagged ``check``) in a fresh kernel, then one injected cell per
+exercise. That cell runs the exercise's check in *record* mode (:mod:`.checks.record`): the student's function is
+called on the check's inputs and what it returned is printed as data (tensors as exact bytes, modules as
+snapshots of their weights), after a marker with a random nonce. The grader reads exactly one such line per
+exercise, parses it strictly (size and types limited) and *replays* the check in its own process: the comparison
+with the reference, the catalogue of mistakes, the verdict and the hints are computed here, where the student's
+code cannot reach them. A recording that does not match the calls the check makes fails the exercise.
+
+The grader also reads the source (:mod:`.integrity`): an answer that calls the library's reference or PyTorch's
+(``tl.scaled_dot_product_attention``, ``F.scaled_dot_product_attention``, ``tl.beam_search``, ...), hides what it
+calls (``exec``, ``eval``, ``importlib``, ``getattr`` on a module), or a notebook that reaches into the checks or
+patches a module, gets a note in ``CheckResult.flags`` ("... : the teacher decides"); the exercise still passes or
+fails on its numbers.
+
+Each kernel runs in a sandbox (:mod:`.sandbox`). Where the machine allows it (Linux, run as root, ``unshare`` and
+``setpriv``; probed once), the kernel has its own mount and PID namespaces and no capabilities: it sees only its own
+processes, every folder is read-only except its private working folder, and the submissions folder, the output
+folders, the original library, the solution sources and the other kernels' keys are empty folders to it. When its
+kernel ends, every process it started ends too, daemons included. Elsewhere the kernel runs as its own session in an
+empty temporary folder and can read and write what the grader's user can; processes it leaves behind are found by
+a token in their environment and killed. In both cases it imports a read-only copy of ``transformer_lib``, whose
+hash is checked after every notebook (and which is copied again if it changed).
+
+Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that does not answer the
+interrupt within 5 s (a loop that catches ``BaseException``), or that dies (``os._exit``, a crash), is killed, the
+problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up
+to their definitions, without that cell and the cells that timed out. A notebook gets at most ``--timeout`` per code
+cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A notebook that is not valid
+JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and grading goes on.
+
+What is not guarded against
+---------------------------
+- A kernel is the student's: it can print any recording. A forged recording can carry the right *outputs* for the
+  check's inputs, which takes as much as calling the reference does (and such calls are flagged when the source
+  shows them); it cannot make wrong outputs pass, or turn a stub's or a patched check's verdict into a pass.
+- Source flags are a static reading: code assembled from strings at run time shows only as "dynamic code".
+- Without namespaces the kernel can read every file the grader's user can (other submissions included) and write
+  the grader's files; a process that clears its environment escapes the clean-up. Grade in a container then, or
+  as a throw-away user, never on a machine that holds secrets; to get namespaces in Docker, run the container with
+  ``--cap-add SYS_ADMIN`` (or ``--privileged``) and grade as root inside it.
+- A kernel may use memory, CPU and the network freely while its time lasts, and print a lot (all of it is read).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import asyncio
+import contextlib
 import secrets
 import sys
-import tempfile
-import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .assignments import ASSIGNMENTS, Assignment
+from . import integrity
+from .assignments import ASSIGNMENTS, Assignment, Exercise
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
+from .checks.record import RecordingError, replay_exercise
+from .kernels import GRACE, SETUP_KEY, error_of, run_cells
+from .sandbox import LibraryCopy, Sandbox
 from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
 from .submissions import assignment_for, collect_submissions, read_roster
 
 __all__ = ["GradedNotebook", "find_submissions", "grade_notebook", "grade_folder", "write_csv", "feedback_markdown",
            "main"]
 
-_LIBRARY_PARENT = str(Path(__file__).resolve().parents[2])  # so the kernel imports this very transformer_lib
+_LIBRARY = Path(__file__).resolve().parents[1]  # this transformer_lib: kernels import a read-only copy of it
+_LIBRARY_PARENT = str(_LIBRARY.parent)  # the repository it sits in (its book/assignments)
 
 
 @dataclass
@@ -57,11 +96,12 @@ class GradedNotebook:
     student: str
     assignment: str
     path: Path
-    results: list[CheckResult] = field(default_factory=list)
+    results: list[CheckResult] = field(default_factory=list)  # each with its flags (CheckResult.flags)
     problems: list[str] = field(default_factory=list)
     file_name: str = ""  # as found in the submissions folder, e.g. "alice/03_attention (1).ipynb"
     sha256: str = ""  # of the file's bytes before grading
     notes: list[str] = field(default_factory=list)  # for the teacher: duplicates not graded, roster, late
+    seconds: float = 0.0  # how long grading it took, kernels and replays included
 
     def rows(self) -> list[dict[str, Any]]:
         if not self.results:  # unknown assignment: one row that says so
@@ -86,67 +126,61 @@ def _all_failed(assignment: Assignment, summary: str, hint: str, error: str) -> 
     return [CheckResult(ex.name, False, summary, "", (hint,), error) for ex in assignment.exercises]
 
 
-def _result_cell(assignment: Assignment, index: int, nonce: str, time_limit: float) -> Any:
+# --------------------------------------------------------------------------------------------------------------
+# The injected cells and what they print
+# --------------------------------------------------------------------------------------------------------------
+_SLACK = 120  # seconds per notebook on top of its cells' time limits: starting kernels, importing the library
+
+
+def _record_cell(ex: Exercise, nonce: str, time_limit: float) -> Any:
+    """The injected cell: runs the check in record mode and prints the recording after the marker."""
     import nbformat
 
-    ex = assignment.exercises[index]
-    source = (
-        "import json as _tl_json\n"
-        "from transformer_lib.classroom.checks import grade_exercise as _tl_grade\n"
-        f"_tl_result = _tl_grade({ex.check!r}, globals(), {list(ex.names)!r}, time_limit={time_limit!r})\n"
-        f"print({RESULT_MARKER + nonce!r} + _tl_json.dumps(_tl_result.to_dict()))"
-    )
-    cell = nbformat.v4.new_code_cell(source)
-    cell.metadata["tags"] = ["grader"]
-    return cell
+    return nbformat.v4.new_code_cell(
+        "from transformer_lib.classroom.checks.record import record_exercise as _tl_record\n"
+        f"print({RESULT_MARKER + nonce!r} + _tl_record({ex.check!r}, globals(), {list(ex.names)!r}, "
+        f"time_limit={time_limit!r}))")
 
 
-def _read_result(cell: Any, marker: str, exercise: str) -> CheckResult | None:
-    """The result printed by an injected cell: the last line that starts with ``marker`` (parsed as JSON)."""
-    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-    lines = [line[len(marker):] for line in text.splitlines() if line.startswith(marker)]
-    if not lines:
-        return None
-    try:
-        result = CheckResult.from_dict(json.loads(lines[-1]))
-    except (ValueError, KeyError, TypeError):
-        return None
-    return result if result.exercise == exercise else None
+def _stdout(cell: Any) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
 
-def _cell_errors(cells: list[Any], numbers: list[int], cell_timeout: float) -> list[str]:
-    problems = []
-    for cell, number in zip(cells, numbers):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") != "error":
-                continue
-            name, value = out.get("ename", "Error"), str(out.get("evalue", ""))
-            if name in ("KeyboardInterrupt", "CellTimeoutError"):
-                problems.append(f"Cell {number} did not finish within {cell_timeout:g} s and was stopped "
-                                "(an endless loop?).")
-            else:
-                problems.append(f"Cell {number} raised {name}: {value}".rstrip(": "))
-    return problems
+def _read_recording(cell: Any, marker: str) -> tuple[str | None, str]:
+    """The recording an injected cell printed, or None and why not. Exactly one line must carry the marker: a
+    second one means the student's code printed an imitation, and nothing from that cell is trusted."""
+    lines = [line[len(marker):] for line in _stdout(cell).splitlines() if line.startswith(marker)]
+    if len(lines) == 1:
+        return lines[0], ""
+    return None, "no recording" if not lines else "more than one recording (an imitation printed by the notebook)"
 
 
-def _kill_kernel(client: Any) -> None:
-    """Last resort when a kernel ignores interrupts: kill its process (nbclient then reports a dead kernel)."""
-    process = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
-    if process is not None and process.poll() is None:
-        process.kill()
+def _failed(ex: Exercise, summary: str, hint: str, error: str) -> CheckResult:
+    return CheckResult(ex.name, False, summary, "", (hint,), error)
 
 
 def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float = 60,
-                   time_limit: float = DEFAULT_TIME_LIMIT, kernel_name: str = "python3") -> GradedNotebook:
-    """Run one submitted notebook in a fresh kernel and check each exercise of its assignment.
+                   time_limit: float = DEFAULT_TIME_LIMIT, kernel_name: str = "python3",
+                   hide: list[str | Path] | tuple[str | Path, ...] = (), library: LibraryCopy | None = None,
+                   isolate: bool | None = None, grace: float = GRACE) -> GradedNotebook:
+    """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
 
-    ``cell_timeout`` limits each cell (a cell that runs longer is interrupted and grading goes on);
-    ``time_limit`` limits each call of the student's code inside a check.
+    ``cell_timeout`` limits each cell: a cell that runs longer is interrupted, and a kernel that does not answer the
+    interrupt within ``grace`` seconds (or dies) is killed; the exercises left are then checked in a fresh kernel
+    that runs only the cells up to their definitions, without the cell that hung and those that never finished.
+    The whole notebook gets at most ``cell_timeout`` per code cell and exercise plus a fixed allowance.
+    ``time_limit`` limits each call of the student's code inside a check. ``hide`` lists folders the kernel must
+    not see (besides the notebook's own folder); ``library`` is the read-only copy of transformer_lib the kernel
+    imports (one is made, and removed, if not given); ``isolate`` forces namespaces on or off (default: where
+    available).
     """
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
 
+    for name, value, least in (("cell_timeout", cell_timeout, 1), ("grace", grace, 0.1), ("time_limit", time_limit, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+            raise ValueError(f"{name}: expected a number of seconds >= {least}, got {value!r}")
+    started = time.monotonic()
     path = Path(path)
     student = student or path.parent.name
     assignment = _assignment_for(path)
@@ -169,56 +203,120 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
                                      "NotebookError")
         return graded
 
-    kept, numbers = [], []
-    for number, cell in enumerate(nb.cells, start=1):
-        if cell.get("cell_type") == "code" and "check" in cell.get("metadata", {}).get("tags", []):
-            continue  # the student's own check cells: the injected cells below run the same checks
-        if cell.get("cell_type") == "code":
-            cell.outputs, cell.execution_count = [], None
-        kept.append(cell)
-        numbers.append(number)
-    nonce = secrets.token_hex(8) + " "
-    injected = [_result_cell(assignment, i, nonce, time_limit) for i in range(len(assignment.exercises))]
-    warm_up = nbformat.v4.new_code_cell("import transformer_lib.classroom.checks  # loaded before the student's cells are timed")
-    warm_up.metadata["tags"] = ["grader-setup"]
-    nb.cells = [warm_up] + kept + injected
-
-    def cell_time_limit(cell: Any) -> int:  # importing torch may take long on a busy machine: not the student's fault
-        setup = "grader-setup" in cell.get("metadata", {}).get("tags", [])
-        return max(1, round(max(cell_timeout, 120) if setup else cell_timeout))
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_LIBRARY_PARENT, os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    with tempfile.TemporaryDirectory(prefix="tl-grade-") as workdir:
-        client = NotebookClient(nb, timeout_func=cell_time_limit, kernel_name=kernel_name, allow_errors=True,
-                                interrupt_on_timeout=True, resources={"metadata": {"path": workdir}})
-        n_code = sum(c.get("cell_type") == "code" for c in nb.cells)
-        watchdog = threading.Timer(cell_timeout * (n_code + 1) + 240, _kill_kernel, [client])
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            client.execute(env=env, cwd=workdir)
-        except DeadKernelError:
-            graded.problems.append("The kernel died (or was stopped) while running the notebook.")
-        except Exception as e:  # a kernel that cannot start, a timeout nbclient could not recover from, ...
-            graded.problems.append(f"Running the notebook failed: {type(e).__name__}: {e}")
-        finally:
-            watchdog.cancel()
-
-    graded.problems[:0] = _cell_errors(kept, numbers, cell_timeout)
-    if _cell_errors([warm_up], [0], cell_timeout):  # the teacher's set-up, not the student's fault
-        graded.problems.append(f"The grader could not import transformer_lib in the kernel {kernel_name!r}: install "
-                               "the library in that kernel's environment (pip install -e .) or pick another with "
-                               "--kernel.")
+    # the student's code cells (their own check cells are left out: the injected cells run the same checks),
+    # numbered from the top of the notebook, markdown cells included
+    code = [(number, str(cell.get("source", ""))) for number, cell in enumerate(nb.cells, start=1)
+            if cell.get("cell_type") == "code" and "check" not in cell.get("metadata", {}).get("tags", [])]
+    defined = integrity.definitions([source for _, source in code])
+    flags = integrity.flags([source for _, source in code], {ex.name: ex.names for ex in assignment.exercises})
+    own_library = library is None
+    library = library or LibraryCopy()
+    nonce = secrets.token_hex(16) + " "
     marker = RESULT_MARKER + nonce
-    for ex, cell in zip(assignment.exercises, injected):
-        result = _read_result(cell, marker, ex.name)
-        if result is None:
-            result = CheckResult(ex.name, False, "The check did not finish (a time-out, or the kernel stopped).",
-                                 "", ("Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) "
-                                      "in reasonable time.",), "GraderError")
+    deadline = started + cell_timeout * (len(code) + len(assignment.exercises)) + _SLACK
+    results: dict[str, CheckResult] = {}
+    errors: dict[int, str] = {}  # cell number -> what went wrong there (first report wins)
+    left_out: set[int] = set()  # cells a fresh kernel must not run again: hung, killed the kernel, timed out
+    notes: list[str] = []
+    first, stop = True, False
+    try:
+        while (pending := [ex for ex in assignment.exercises if ex.name not in results]) and not stop:
+            if first:
+                chosen = [i for i in range(len(code))]
+            else:  # the cells up to the last definition of a name still to grade, without the bad ones
+                last = max((defined[n][-1] for ex in pending for n in ex.names if n in defined), default=-1)
+                chosen = [i for i in range(last + 1) if code[i][0] not in left_out]
+            setup = nbformat.v4.new_code_cell("import transformer_lib.classroom.checks.record  # loaded before the "
+                                              "student's cells are timed")
+            cells = [(SETUP_KEY, setup)] + [(("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1]))
+                                         for i in chosen]
+            cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
+            sandbox = Sandbox(library, [path.resolve().parent, *hide], isolate=isolate)
+            run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
+            if not library.verify():
+                notes.append("The notebook changed the grader's copy of transformer_lib; the copy was restored "
+                             "before anything else ran.")
+            if run.leftovers:
+                notes.append(f"{run.leftovers} process(es) the notebook started were still running after its kernel "
+                             "ended, and were killed.")
+            by_key = dict(cells)
+            for key, state in run.state.items():
+                if key[0] == "cell" and key[1] not in errors:
+                    if state == "error":
+                        errors[key[1]] = f"Cell {key[1]} raised {error_of(by_key[key])}"
+                    elif state == "timeout":
+                        errors[key[1]] = (f"Cell {key[1]} did not finish within {cell_timeout:g} s and was stopped "
+                                          "(an endless loop?).")
+                        left_out.add(key[1])
+                elif key == SETUP_KEY and state != "ok":
+                    notes.append(f"The grader could not import transformer_lib in the kernel {kernel_name!r}: "
+                                 "install the library in that kernel's environment (pip install -e .) or pick "
+                                 "another with --kernel.")
+                elif key[0] == "check" and state in ("ok", "error", "timeout"):
+                    ex = next(e for e in pending if e.name == key[1])
+                    results[ex.name] = _verdict(ex, by_key[key], marker, time_limit)
+            if run.failure:
+                notes.append(f"Running the notebook failed: {run.failure}")
+                stop = True
+            elif run.stopped is not None:
+                how, key = run.stopped
+                if how == "deadline":
+                    notes.append(f"Grading this notebook ran out of time (about {cell_timeout:g} s per cell); the "
+                                 "exercises not graded by then fail.")
+                    stop = True
+                elif key == SETUP_KEY or key is None:
+                    notes.append("The kernel died while starting.")
+                    stop = True
+                elif key[0] == "cell":
+                    left_out.add(key[1])
+                    what = (f"did not finish within {cell_timeout:g} s and did not answer the interrupt (does it "
+                            "catch BaseException?), so its kernel was killed" if how == "hung" else
+                            "stopped the kernel (os._exit, a crash, running out of memory?)")
+                    errors[key[1]] = (f"Cell {key[1]} {what}; the exercises were graded in a fresh kernel that ran "
+                                      f"the cells defining them, without cell {key[1]}.")
+                else:
+                    ex = next(e for e in pending if e.name == key[1])
+                    results[ex.name] = _failed(
+                        ex, f"The check of {ex.name} did not finish: your code "
+                        + ("ignored the time limit and the interrupt, so its kernel was killed." if how == "hung"
+                           else "stopped the kernel (os._exit, a crash, running out of memory?)."),
+                        "Run the check cell in your notebook: your function must return within the time limit and "
+                        "must not catch BaseException or KeyboardInterrupt.", "TimeoutError" if how == "hung"
+                        else "KernelDied")
+            else:
+                break
+            first = False
+    finally:
+        if own_library:
+            library.cleanup()
+
+    for ex in assignment.exercises:
+        result = results[ex.name] if ex.name in results else _failed(  # (a failed CheckResult is falsy)
+            ex, "The check did not finish (a time-out, or the kernel stopped).",
+            "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable time.",
+            "GraderError")
+        result.flags = list(flags.get(ex.name, []))
         graded.results.append(result)
+    graded.problems = [errors[n] for n in sorted(errors)] + notes
+    graded.seconds = time.monotonic() - started
     return graded
+
+
+def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckResult:
+    """The result of ``ex``, computed here by replaying the check on the recording the kernel printed."""
+    text, why = _read_recording(cell, marker)
+    if text is None:
+        error = error_of(cell)
+        return _failed(ex, "The check did not finish (a time-out, or the kernel stopped)." if not error and
+                       why == "no recording" else f"The grader could not read the check's result: {error or why}.",
+                       "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable "
+                       "time, and that it does not print lines that imitate the grader's.", "GraderError")
+    try:
+        return replay_exercise(ex.check, ex.names, text, time_limit)
+    except RecordingError as e:
+        return _failed(ex, f"The kernel's recording of the check could not be read: {e}.",
+                       "Run the notebook as handed out: do not change the checks, the library or the grader's "
+                       "cells. If you did not, tell your teacher.", "RecordingError")
 
 
 def _default_templates() -> Path | None:
@@ -253,10 +351,16 @@ def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path |
         raise FileNotFoundError(f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}")
     digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
     graded: list[GradedNotebook | None] = [None] * len(submissions)
+    out = Path(out)
+    feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
+    hide = [folder, out.parent, feedback_dir]  # kernels see none of these (see transformer_lib.classroom.sandbox)
+    library = LibraryCopy()  # one read-only copy for the run, checked after every notebook
     with ThreadPoolExecutor(max_workers=jobs) as pool, \
-            tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar:
+            tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar, \
+            contextlib.closing(library) as library:
         futures = {pool.submit(grade_notebook, s.path, s.student, cell_timeout=cell_timeout, time_limit=time_limit,
-                               kernel_name=kernel_name): i for i, s in enumerate(submissions)}
+                               kernel_name=kernel_name, hide=hide, library=library): i
+                   for i, s in enumerate(submissions)}
         for future in as_completed(futures):
             i = futures[future]
             graded[i] = future.result()

@@ -20,6 +20,8 @@ The package, one concept per module:
 - :mod:`.core`: :class:`CheckResult`, the time limit, calling the learner's code safely, :func:`grade_exercise`
   and :func:`check_assignment`;
 - :mod:`.compare`: dtype-aware tolerances, describing tensors and matching the catalogue of mistakes;
+- :mod:`.record`: a check recorded in the learner's kernel (what the learner's code returned, as data) and replayed
+  in the grader, which computes the verdict;
 - one module per assignment: :mod:`.tokenizer` (1), :mod:`.positions` (2), :mod:`.attention` (3),
   :mod:`.masks` (4), :mod:`.multi_head` (5), :mod:`.decoder` (6, with :func:`tiny_translator`).
 """

@@ -59,6 +59,7 @@ class CheckResult:
     details: str = ""
     hints: tuple[str, ...] = ()
     error: str | None = None
+    flags: list[str] = field(default_factory=list)  # set by the grader: what the teacher should look at
     _shown: int = field(default=1, compare=False)
 
     @property
@@ -105,12 +106,12 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (what the grader collects)."""
         return {"exercise": self.exercise, "passed": self.passed, "summary": self.summary, "details": self.details,
-                "hints": list(self.hints), "error": self.error}
+                "hints": list(self.hints), "error": self.error, "flags": list(self.flags)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckResult:
         return cls(str(d["exercise"]), bool(d["passed"]), str(d["summary"]), str(d.get("details", "")),
-                   tuple(str(h) for h in d.get("hints", ())), d.get("error"))
+                   tuple(str(h) for h in d.get("hints", ())), d.get("error"), [str(f) for f in d.get("flags", ())])
 
 
 class _Fail(Exception):
@@ -179,44 +180,85 @@ def _learner_line(exc: BaseException) -> str:
     return f"It happened in {f.name}(), line {f.lineno}: {f.line.strip()}" if f.line else f"in {f.name}()"
 
 
-def _exception_hints(exc: Exception) -> tuple[str, ...]:
-    text = str(exc)
-    if isinstance(exc, RuntimeError) and any(w in text for w in ("size", "shape", "dimension", "mat1")):
+def _exception_hints(error: str, bases: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """Hints for an exception of class ``error`` (``bases``: the names of its classes, itself first)."""
+    if "RuntimeError" in bases and any(w in text for w in ("size", "shape", "dimension", "mat1")):
         return ("Two shapes do not fit together inside your function: print the shape of each intermediate "
                 "tensor and compare it with the shapes in the docstring.",
                 "Common causes: k not transposed (use k.transpose(-2, -1); k.T reverses every axis), a view or "
                 "reshape with the wrong sizes, or a mask whose axes do not line up with the scores.")
-    if isinstance(exc, NameError):
+    if "NameError" in bases:
         return ("Your code uses a name that is not defined here: a typo, or a variable from another cell?",)
-    if isinstance(exc, TypeError) and ("argument" in text or "positional" in text):
+    if "TypeError" in bases and ("argument" in text or "positional" in text):
         return ("The check calls your code with the signature of the starter code: keep the argument names "
                 "and order as they were given.",)
     return ("Your code raised an exception on this input: read the message and the line it points to.",
             "Run the 'Try it' cell above the check to see the full traceback.")
 
 
-def _call(fn: Callable, *args: Any, inputs: str, on_error: dict | None = None, **kwargs: Any) -> Any:
-    """Call the learner's ``fn``; a stub, a time-out or an exception becomes a _Fail that says which input."""
-    name = getattr(fn, "__name__", type(fn).__name__)
-    limit = _time_limit.get()
+@dataclass(frozen=True)
+class _Outcome:
+    """What one call of the learner's code gave: a value, or an exception (``error`` names its class; "_TimeUp"
+    for the time limit). Plain data, so that it can be recorded in the kernel and replayed in the grader
+    (:mod:`.record`)."""
+
+    name: str  # the learner's function or class, as messages name it
+    value: Any = None
+    error: str | None = None
+    bases: tuple[str, ...] = ()
+    message: str = ""
+    line: str = ""
+
+
+# Set by .record: None runs the learner's code (notebooks), a recording tape writes down or hands back outcomes
+_tape: contextvars.ContextVar[Any] = contextvars.ContextVar("tape", default=None)
+
+
+def _run_learner(name: str, fn: Callable, args: tuple, kwargs: dict, limit: float) -> _Outcome:
     try:
         with _alarm(limit):
-            return fn(*args, **kwargs)
-    except NotImplementedError:
+            return _Outcome(name, fn(*args, **kwargs))
+    except _TimeUp:
+        return _Outcome(name, error="_TimeUp", bases=("_TimeUp",))
+    except Exception as e:  # the learner's code raised: report it as feedback, not as a crash
+        bases = tuple(c.__name__ for c in type(e).__mro__)
+        return _Outcome(name, error=type(e).__name__, bases=bases, message=str(e), line=_learner_line(e))
+
+
+def _call(fn: Callable, *args: Any, inputs: str, on_error: dict | None = None, **kwargs: Any) -> Any:
+    """Call the learner's ``fn``; a stub, a time-out or an exception becomes a _Fail that says which input.
+
+    This is the only place a check runs learner code; under a recording tape (:mod:`.record`) the outcome is written
+    down in the kernel, or handed back in the grader without running anything.
+    """
+    name = getattr(fn, "__name__", type(fn).__name__)
+    limit = _time_limit.get()
+    tape = _tape.get()
+    if tape is not None and tape.replaying:
+        outcome = tape.replay(fn, args, kwargs)
+    else:
+        call = tape.fingerprint(fn, args, kwargs) if tape is not None else None  # before the learner can change them
+        outcome = _run_learner(name, fn, args, kwargs, limit)
+        if tape is not None:
+            tape.record(call, outcome)
+    if outcome.error is None:
+        return outcome.value
+    name = outcome.name
+    if "NotImplementedError" in outcome.bases:
         raise _Fail(f"{name} is not implemented yet.",
                     f"Calling {name} raised NotImplementedError: the starter stub is still in place.",
                     (f"Replace the line `raise NotImplementedError(...)` in {name} with your code, run that cell, "
-                     "then run this check again.",), "NotImplementedError") from None
-    except _TimeUp:
+                     "then run this check again.",), "NotImplementedError")
+    if outcome.error == "_TimeUp":
         raise _Fail(f"{name} did not finish within {limit:g} s.", f"Input: {inputs}",
                     ("Is there a loop that never ends? Check the condition of every `while` loop.",
                      "A correct answer takes milliseconds on these tiny inputs. A `while` loop needs a step that "
                      "makes its condition false; a decoding loop must stop after max_new_tokens steps."),
-                    "TimeoutError") from None
-    except Exception as e:  # the learner's code raised: report it as feedback, not as a crash
-        hints = (on_error or {}).get(type(e)) or _exception_hints(e)
-        details = "\n".join(x for x in (f"Input: {inputs}", _learner_line(e)) if x)
-        raise _Fail(f"{name} raised {type(e).__name__}: {e}", details, hints, type(e).__name__) from None
+                    "TimeoutError")
+    hints = next((h for t, h in (on_error or {}).items() if t.__name__ == outcome.error), None) \
+        or _exception_hints(outcome.error, outcome.bases, outcome.message)
+    details = "\n".join(x for x in (f"Input: {inputs}", outcome.line) if x)
+    raise _Fail(f"{name} raised {outcome.error}: {outcome.message}", details, hints, outcome.error)
 
 
 # --------------------------------------------------------------------------------------------------------------

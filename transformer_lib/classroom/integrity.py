@@ -1,0 +1,224 @@
+"""What a submission's source says about it, read in the grader from the notebook's cells (never run).
+
+- :func:`definitions`: the cell that defines each top-level name, so that a fresh kernel can re-run only the cells
+  an exercise needs after a scratch cell hung or killed the kernel.
+- :func:`flags`: for each exercise, what the teacher should look at: the graded function (or class, and every
+  top-level helper it uses) calls the library's reference or PyTorch's (``tl.scaled_dot_product_attention``,
+  ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``, ``tl.beam_search``, ...) or hides what it calls
+  (``exec``, ``eval``, ``__import__``, ``importlib``, ``getattr`` on a module); and, for the whole notebook, code
+  that reaches into the checks or patches a module (``checks._CHECKS``, ``tl.x = ...``, ``sys.modules``, IPython's
+  event hooks). A flag decides nothing: the exercise still passes or fails on its numbers, and the sheet says
+  "the teacher decides".
+
+Names are resolved through the notebook's imports (``import transformer_lib as tl``, ``from torch.nn import
+functional as F``, ``from transformer_lib import beam_search as bs``) and top-level aliases (``ref =
+tl.beam_search``). Type annotations are not calls and are skipped. What no static reading can see (a name built from
+strings at run time, code fetched from a file) shows up only as the dynamic-code flag.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+
+__all__ = ["definitions", "flags", "REFERENCE_NOTE"]
+
+REFERENCE_NOTE = "the teacher decides"
+# library names a starter notebook itself hands out, per exercise (the decoder layer is built from them)
+_ALLOWED = {"decoder_layer": {"MultiHeadAttention", "FeedForward"},
+            "multi_head_attention": {"scaled_dot_product_attention"}}
+_LIBRARY_HELPERS = {"get_device", "seed_everything", "Transformer", "TransformerConfig"}  # not answers to anything
+_TORCH_REFERENCES = {
+    "torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.MultiheadAttention", "torch.nn.modules.activation.MultiheadAttention", "torch.nn.Transformer",
+    "torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder", "torch.nn.TransformerEncoderLayer",
+    "torch.nn.TransformerDecoderLayer", "torch.nn.modules.transformer.Transformer"}
+_DYNAMIC = {"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint"}
+_GRADER_NAMES = {"_CHECKS", "_call", "_tape", "_Fail", "grade_exercise", "record_exercise", "replay_exercise",
+                 "RESULT_MARKER", "_time_limit", "_alarm", "core", "record", "sandbox"}
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _bound_names(stmt: ast.stmt) -> Iterator[str]:
+    """Names a top-level statement binds."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield stmt.name
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for a in stmt.names:
+            yield (a.asname or a.name).split(".")[0]
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for t in targets:
+            for node in ast.walk(t):
+                if isinstance(node, ast.Name):
+                    yield node.id
+    elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For)):  # definitions inside a guard still count
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                yield from _bound_names(child)
+
+
+def definitions(sources: list[str]) -> dict[str, list[int]]:
+    """For each top-level name, the indices (into ``sources``) of the cells that bind it, in order."""
+    found: dict[str, list[int]] = {}
+    for i, source in enumerate(sources):
+        tree = _parse(source)
+        for stmt in tree.body if tree else ():
+            for name in _bound_names(stmt):
+                found.setdefault(name, []).append(i)
+    return found
+
+
+def _aliases(trees: Iterable[ast.Module]) -> dict[str, str]:
+    """Local name -> dotted module path, from every import anywhere in the notebook."""
+    alias: dict[str, str] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        alias[a.asname] = a.name
+                    else:
+                        alias[a.name.split(".")[0]] = a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if a.name != "*":
+                        alias[a.asname or a.name] = f"{node.module}.{a.name}"
+    return alias
+
+
+def _dotted(node: ast.AST, alias: dict[str, str]) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in alias:
+        return ".".join([alias[node.id], *reversed(parts)])
+    return None
+
+
+def _without_annotations(node: ast.AST) -> Iterator[ast.AST]:
+    """ast.walk that skips type annotations (``model: tl.Transformer`` calls nothing)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for field, value in ast.iter_fields(n):
+            if field in ("annotation", "returns"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    stack.append(child)
+
+
+def _short(path: str) -> str:
+    for long, short in (("transformer_lib.", "tl."), ("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
+        if path.startswith(long):
+            return short + path[len(long):]
+    return path
+
+
+def _reference(path: str, exercise: str) -> str | None:
+    """The flag for using ``path`` in the answer to ``exercise``, or None."""
+    if path.startswith("transformer_lib.") and not path.startswith("transformer_lib.classroom"):
+        last = path.rsplit(".", 1)[-1]
+        if last.isupper() or last in _LIBRARY_HELPERS or last in _ALLOWED.get(exercise, ()) \
+                or path.count(".") == 1 and last in ("tokenization", "decoding", "attention", "masks", "layers"):
+            return None
+        return f"uses the library's reference {_short(path)}: {REFERENCE_NOTE}"
+    if path in _TORCH_REFERENCES or any(path.startswith(p + ".") for p in _TORCH_REFERENCES):
+        return f"uses PyTorch's {_short(path)}: {REFERENCE_NOTE}"
+    if path == "importlib" or path.startswith("importlib."):
+        return f"imports by name at run time (importlib), which hides what it calls: {REFERENCE_NOTE}"
+    return None
+
+
+def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str) -> list[str]:
+    out: list[str] = []
+    modules = {k for k, v in alias.items() if "." not in v or v.split(".")[-1].islower()}
+    for stmt in stmts:
+        for node in _without_annotations(stmt):
+            flag = None
+            if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                path = _dotted(node, alias)
+                flag = _reference(path, exercise) if path else None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in _DYNAMIC:
+                    flag = f"uses dynamic code ({name}), which hides what it calls: {REFERENCE_NOTE}"
+                elif name in ("getattr", "setattr") and node.args and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id in modules:
+                    flag = (f"uses {name} on the module {node.args[0].id}, which hides what it calls: "
+                            f"{REFERENCE_NOTE}")
+            if flag and flag not in out:
+                out.append(flag)
+    return out
+
+
+def _closure(names: Iterable[str], top: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
+    """The top-level statements that define ``names`` and every top-level name they use, transitively."""
+    seen, todo, stmts = set(), list(names), []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for stmt in top.get(name, ()):
+            if any(stmt is s for s in stmts):
+                continue
+            stmts.append(stmt)
+            todo += [n for n in _free_names(stmt) if n in top]
+    return stmts
+
+
+def _free_names(stmt: ast.stmt) -> set[str]:
+    """Names ``stmt`` reads but does not bind itself (a function's parameters and locals shadow top-level names)."""
+    nodes = list(_without_annotations(stmt))
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    bound |= {a.arg for n in nodes if isinstance(n, ast.arguments)
+              for a in n.posonlyargs + n.args + n.kwonlyargs + [n.vararg, n.kwarg] if a is not None}
+    return {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _tampering(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
+    """Flags for code that reaches into the grader's checks or patches a module, anywhere in the notebook."""
+    out: list[str] = []
+    for tree in trees:
+        for node in ast.walk(tree):
+            flag = None
+            if isinstance(node, ast.Attribute) and node.attr in _GRADER_NAMES:
+                flag = f"reaches into the checks ({node.attr})"
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                    and _dotted(node.value, alias) is not None:
+                flag = f"changes the module {_dotted(node.value, alias)} (assigns to .{node.attr})"
+            elif isinstance(node, ast.Name) and node.id in _GRADER_NAMES - {"core", "record", "sandbox"}:
+                flag = f"reaches into the checks ({node.id})"
+            elif isinstance(node, ast.Attribute) and node.attr in ("modules", "events") \
+                    and isinstance(node.value, (ast.Name, ast.Call)):
+                flag = f"touches {'sys.modules' if node.attr == 'modules' else 'IPython event hooks'}"
+            if flag and flag + f": {REFERENCE_NOTE}" not in out:
+                out.append(flag + f": {REFERENCE_NOTE}")
+    return out
+
+
+def flags(sources: list[str], exercises: dict[str, Iterable[str]]) -> dict[str, list[str]]:
+    """For each exercise (name -> the names it grades), the flags of its definitions and of the whole notebook.
+
+    ``sources`` are the student's code cells (not the check cells); cells that do not parse are skipped.
+    """
+    trees = [t for t in map(_parse, sources) if t is not None]
+    alias = _aliases(trees)
+    top: dict[str, list[ast.stmt]] = {}
+    for tree in trees:
+        for stmt in tree.body:
+            for name in _bound_names(stmt):
+                if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    top.setdefault(name, []).append(stmt)
+    everywhere = _tampering(trees, alias)
+    return {ex: _statement_flags(_closure(names, top), alias, ex) + everywhere for ex, names in exercises.items()}

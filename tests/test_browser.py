@@ -439,7 +439,8 @@ def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
 # and how many each shows: every numbered chapter opens with its part of Figure 1, plus the chapter's own.
 DIAGRAM_PAGES = {"book/intro.html": 1, "book/01_why_not_rnn.html": 1, "book/02_tokens_and_embeddings.html": 1,
                  "book/03_positional_encoding.html": 1, "book/04_attention.html": 2, "book/05_masks.html": 1,
-                 "book/06_multi_head_attention.html": 5, "book/07_cross_attention_and_decoding.html": 3,
+                 "book/06_multi_head_attention.html": 3, "book/06b_encoder_block.html": 3,
+                 "book/07_cross_attention_and_decoding.html": 2, "book/07b_kv_cache_loss_and_limits.html": 2,
                  "book/08_training.html": 1, "book/appendix_notes_checked.html": 1}
 DIAGRAMS = """() => {
   const article = document.querySelector('article.bd-article');

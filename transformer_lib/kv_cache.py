@@ -1,4 +1,4 @@
-"""The KV cache (chapter 7 §7.7): what incremental decoding keeps between steps, and the cached step itself.
+"""The KV cache (chapter 7b, §7.7): what incremental decoding keeps between steps, and the cached step itself.
 
 Generating token t+1 needs the keys and values of tokens 1..t in every decoder layer. Without a cache each step
 re-runs the decoder over the whole prefix (1 + 2 + ... + n positions for n tokens); with one, a step projects only

@@ -6,9 +6,10 @@ Nothing here is needed to train or run a Transformer; each function answers one 
   decoder's parallel pass equals running each prefix on its own (:func:`prefix_by_prefix_logits`), and what a
   decoder learns when it is trained *without* the causal mask (:class:`PeekingDecoderOnlyModel`, trained on
   :func:`copy_sequences` with :func:`causal_lm_step`);
-* multi-head attention (ch. 6): the heads run one by one (:func:`heads_one_by_one`), parameter counts by
-  component against the closed-form arithmetic (:func:`count_parameters`, :func:`transformer_parameter_formula`);
-* normalisation (ch. 6): LayerNorm against BatchNorm (:func:`normalize`, :func:`padding_sensitivity`), and the
+* multi-head attention (ch. 6): the heads run one by one (:func:`heads_one_by_one`);
+* parameter counts (ch. 6b): a model's parameters by component against the closed-form arithmetic
+  (:func:`count_parameters`, :func:`transformer_parameter_formula`);
+* normalisation (ch. 6b): LayerNorm against BatchNorm (:func:`normalize`, :func:`padding_sensitivity`), and the
   per-layer gradient norms at initialisation of post-LN and pre-LN stacks (:func:`init_gradient_norms`).
 
 Shape legend: ``B`` batch, ``H`` heads, ``T`` query length, ``S`` key length, ``D`` head width, ``C`` d_model,
@@ -255,7 +256,7 @@ def transformer_parameter_formula(config: TransformerConfig) -> dict[str, int]:
     return out
 
 
-# --- Chapter 6: LayerNorm against BatchNorm; post-LN against pre-LN ----------------------------------------------
+# --- Chapter 6b: LayerNorm against BatchNorm; post-LN against pre-LN ---------------------------------------------
 
 def normalize(x: Tensor, kind: Literal["layer", "batch"], eps: float = 1e-5) -> Tensor:
     """Training-mode normalisation without learned scale/shift, to compare the axes.

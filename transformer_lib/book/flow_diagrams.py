@@ -1,6 +1,6 @@
 """What flows between the blocks, drawn from live objects: the residual stream through one encoder layer (post-LN as
 in the paper, or pre-LN, read from the layer) and what a KV cache keeps between decoding steps (read from real
-caches after real decoding steps). Chapters 6 and 7 show them.
+caches after real decoding steps). Chapters 6b and 7b show them.
 """
 
 from __future__ import annotations

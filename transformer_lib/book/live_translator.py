@@ -9,7 +9,7 @@ The website cannot run Python, so this module turns the trained checkpoint into 
 
 Both graphs are the library's own modules traced by ``torch.onnx`` with dynamic batch and lengths: no
 re-implementation. The decoder graph has no KV cache: each step re-reads the whole prefix, which is the
-``use_cache=False`` branch of ``Transformer.decode_step`` and gives the same tokens (chapter 7.7). The decoding
+``use_cache=False`` branch of ``Transformer.decode_step`` and gives the same tokens (chapter 7b, §7.7). The decoding
 loops (greedy, beam search, sampling) are JavaScript in ``book/_static/translator/decoding.js``, written to mirror
 :mod:`transformer_lib.decoding` step for step; :class:`OnnxTranslator` lets the Python loops drive the same
 graphs. :func:`page_html` is the snippet chapter 7 displays.

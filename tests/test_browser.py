@@ -344,15 +344,20 @@ OVERFLOW = """() => {
 
 def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, height: int = 900) -> dict[str, list]:
     """Run ``script`` (a JavaScript function returning a list of problems) on every built page, once MathJax has
-    typeset it; return {page: its first three problems} for the pages that have any."""
+    typeset it; return {page: its first three problems} for the pages that have any. A JavaScript error at this
+    width (the phone layout runs code that the desktop does not) is a problem too."""
     pages = _site_pages()
     if not pages:
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
     context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
     page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
     problems = {}
     try:
         for name in pages:
+            errors.clear()
             page.goto(site_url + name, wait_until="load")
             if page.locator(".math").count():
                 page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
@@ -360,7 +365,7 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
             page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
                                    ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
             page.wait_for_timeout(300)  # late layout (figures, fonts)
-            found = page.evaluate(script)
+            found = page.evaluate(script) + [f"JavaScript error: {e}" for e in errors]
             if found:
                 problems[name] = found[:3]
     finally:
@@ -375,7 +380,7 @@ def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser
     assert not problems, problems
 
 
-PHONE_FIT = """() => {
+PHONE_FIT = r"""() => {
   const problems = [];
   // a heatmap's plot (its panels, from the first one's left to the last one's right) uses most of the figure's
   // width, or has square cells of 36 px or more (a small grid); its colour bar goes under it (plotly-theme.js)

@@ -27,6 +27,7 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     html = node.astext()
     assert node["format"] == "html"
     assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
+    assert html.index("window.tlPlotlyPrepare(fig, el)") < html.index("Plotly.newPlot")  # phones: laid out first
     assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
     assert renderer.js_files == {"plotly": ("plotly.min.js", {}),  # loaded once per page, from _static/
                                  "plotly-theme": ("plotly-theme.js", {})}  # and the dark-mode colours

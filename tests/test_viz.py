@@ -113,6 +113,8 @@ def test_figures_show_the_word_start_mark_as_a_visible_space_with_a_legend() -> 
     mask = viz.mask_heatmap(torch.ones(4, 4, dtype=torch.bool), tokens, tokens)
     assert "␣sat" in mask.layout.yaxis.ticktext
     assert viz.token_label("▁cat") == "␣cat" and viz.token_label(7) == "7"
+    note = go.Figure(layout=dict(annotations=[viz.space_legend()])).layout.annotations[0]  # a valid annotation
+    assert note.text == viz.SPACE_LEGEND and (note.x, note.y, note.xanchor, note.yanchor) == (1, 1, "right", "bottom")
 
 
 def test_heatmap_writes_tokens_in_its_cells_at_a_readable_size() -> None:

@@ -34,7 +34,7 @@
   function set(obj, key, values) { obj[key] = Object.assign({}, obj[key] || {}, values); return obj[key]; }
   function isDiagram(layout) { return !!(layout.meta && layout.meta.fit_text_width); }
   function phoneSlider(slider, below) {  // a slider beside a menu (attention grids) goes under it, full width
-    return Object.assign({}, slider, {x: 0, len: 1, pad: Object.assign({}, slider.pad, {t: ((slider.pad && slider.pad.t) || 0) + 65 + Math.max(0, below - 16)})});
+    return Object.assign({}, slider, {x: 0, len: 1, pad: Object.assign({}, slider.pad, {t: ((slider.pad && slider.pad.t) || 0) + 65 + Math.max(0, below - 10)})});
   }
   function wrapTitle(text, room) {  // a title longer than the width breaks at the space nearest its middle
     if (typeof text !== "string" || text.length * 6.6 < room || text.indexOf("<br>") >= 0) { return text; }
@@ -92,10 +92,20 @@
         set(trace, "colorbar", {orientation: "h", x: 0.5, xanchor: "center", y: 0, yanchor: "top",
                                 ypad: 8 + axisBelow, thickness: 10, len: 1, lenmode: "fraction",
                                 tickfont: {size: 10}});
-        below = BELOW + axisBelow;  // margins grow by this; controls under the plot move down by less (they had a gap)
+        below = BELOW;  // margins grow by this (an x axis under the plot had its room); controls move by less
       }
     });
-    var sliders = layout.sliders || [], menus = layout.updatemenus || [], extra = below;
+    // token labels under a bar chart stand upright on a phone (plotly turns them): controls under the plot move down
+    var turned = 0;
+    if (!layout.xaxis || layout.xaxis.side !== "top") {
+      data.forEach(function (t) {
+        if (t.type !== "bar" || !Array.isArray(t.x) || typeof t.x[0] !== "string") { return; }
+        var longest = Math.max.apply(null, t.x.map(function (v) { return String(v).length; }));
+        if (t.x.length * (longest + 1) * 6.5 > el.clientWidth - 60) { turned = Math.max(turned, Math.round(longest * 6.2)); }
+      });
+    }
+    var sliders = layout.sliders || [], menus = layout.updatemenus || [], extra = below + turned;
+    var shift = (below ? below - 10 : 0) + turned;  // how far controls under the plot move down
     if (layout.showlegend !== false && data.filter(function (t) { return t.showlegend !== false; }).length > 1) {
       // in rows under the plot, or over it when controls sit under it
       var over = sliders.length || menus.some(function (m) { return (m.y === undefined ? 1 : m.y) <= 0; });
@@ -118,11 +128,11 @@
         });
       });
       extra += 60;
-    } else if (sliders.length && below) {
-      sliders[0].pad = Object.assign({}, sliders[0].pad, {t: ((sliders[0].pad && sliders[0].pad.t) || 0) + below - 16});
+    } else if (sliders.length && shift) {
+      sliders[0].pad = Object.assign({}, sliders[0].pad, {t: ((sliders[0].pad && sliders[0].pad.t) || 0) + shift});
     }
-    menus.forEach(function (m) {  // menus under the plot make room for the colour bar
-      if (below && (m.y === undefined ? 1 : m.y) <= 0) { m.pad = Object.assign({}, m.pad, {t: ((m.pad && m.pad.t) || 0) + below - 16}); }
+    menus.forEach(function (m) {  // menus under the plot make room for the colour bar and upright labels
+      if (shift && (m.y === undefined ? 1 : m.y) <= 0) { m.pad = Object.assign({}, m.pad, {t: ((m.pad && m.pad.t) || 0) + shift}); }
     });
     if (extra) {
       margin.b = (margin.b === undefined ? 80 : margin.b) + extra;

@@ -28,7 +28,7 @@ from .style import (BLOCKED, COLORS, DIVERGING, SEQUENTIAL, SPACE_LEGEND, SPACE_
 __all__ = [
     "COLORS", "SEQUENTIAL", "DIVERGING", "Box", "SPACE_LEGEND", "token_label",
     "heatmap", "attention_heatmap", "cross_attention_heatmap", "mask_heatmap", "attention_grid",
-    "positional_encoding_heatmap", "token_strip", "line_plot", "training_curves", "block_diagram",
+    "positional_encoding_heatmap", "token_strip", "space_legend", "line_plot", "training_curves", "block_diagram",
 ]
 
 # --------------------------------------------------------------------------------------------------- heatmaps
@@ -252,6 +252,13 @@ def positional_encoding_heatmap(pe: Any, title: str | None = "Positional encodin
     pe = as_array("pe", pe, 2)
     return heatmap(pe, None, None, title=title, x_title="dimension i", y_title="position pos",
                    diverging=True, backend=backend)
+
+
+def space_legend() -> dict:
+    """The one-line legend of ``␣`` as a plotly annotation over the plot's top-right corner, for a figure whose
+    token labels a chapter draws itself (bar charts): ``fig.update_layout(annotations=[viz.space_legend()])``."""
+    return dict(text=SPACE_LEGEND, x=1, xref="paper", xanchor="right", y=1, yref="paper", yanchor="bottom",
+                showarrow=False, font=dict(size=11))
 
 
 def token_strip(pieces: Sequence[str], *, title: str | None = None, line_chars: int = 34):

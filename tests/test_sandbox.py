@@ -64,8 +64,60 @@ def test_in_namespaces_the_kernel_command_goes_through_the_init():
     try:
         box = sandbox.Sandbox(lib, [])
         command = box.wrap(["python", "-f", box.connection_file])
-        assert command[:6] == ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
+        assert command[:4] == ["setpriv", "--pdeathsig", "KILL", "--"]  # dies with the grader
+        assert command[4:10] == ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
         assert command[-3:] == ["python", "-f", box.connection_file] and str(sandbox._INIT) in command
         box.close()
     finally:
         lib.cleanup()
+
+
+def _holding(token: str) -> int:
+    """How many processes have ``TL_GRADER_TOKEN=token`` in their environment."""
+    needle = f"{sandbox.TOKEN_VARIABLE}={token}".encode()
+    count = 0
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            count += needle in (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+    return count
+
+
+def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
+    """A grader killed with SIGKILL runs no clean-up code; the sandbox's processes must die with it all the same."""
+    if not sandbox.namespaces_available():
+        pytest.skip("mount and PID namespaces are not available on this machine")
+    token_file = tmp_path / "token"
+    grader = "\n".join([
+        "import subprocess, sys, time",
+        "from pathlib import Path",
+        "from transformer_lib.classroom import sandbox",
+        "box = sandbox.Sandbox(sandbox.LibraryCopy(), [])",
+        "Path(box.connection_file).write_text('{}')",
+        "child = \"import time; print('ready', flush=True); time.sleep(120)\"",
+        "p = subprocess.Popen(box.wrap([sys.executable, '-c', child, '-f', box.connection_file]), env=box.env(),",
+        "                     stdout=subprocess.PIPE)",
+        "assert p.stdout.readline().strip() == b'ready'",
+        f"Path({str(token_file)!r}).write_text(box.token)",
+        "time.sleep(120)",
+    ])
+    proc = subprocess.Popen([sys.executable, "-c", grader])
+    try:
+        for _ in range(600):
+            if token_file.exists() and token_file.read_text() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the grader stand-in did not start its sandboxed process"
+        token = token_file.read_text()
+        assert _holding(token) >= 1  # the sandboxed process is running
+    finally:
+        proc.kill()
+        proc.wait()
+    for _ in range(100):
+        if _holding(token) == 0:
+            break
+        time.sleep(0.1)
+    left = _holding(token)
+    sandbox.kill_by_token(token)  # leave nothing behind, even when the check fails
+    assert left == 0, "a sandboxed process outlived the grader"

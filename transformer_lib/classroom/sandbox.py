@@ -55,7 +55,10 @@ def _python() -> str:
 
 def _namespace_command(workdir: str, hide: list[str], connection_file: str, kernel: list[str]) -> list[str]:
     config = json.dumps({"workdir": workdir, "hide": hide, "connection_file": connection_file})
-    return ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--",
+    # --pdeathsig: if the grader itself dies (killed, out of memory), unshare gets SIGKILL, and --kill-child then
+    # takes the namespace's first process and with it every process of the sandbox; nothing outlives the grader.
+    return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--mount", "--pid", "--fork", "--mount-proc",
+            "--kill-child", "--",
             _python(), "-I", "-S", str(_INIT), config, "--", *kernel]
 
 

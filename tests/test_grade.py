@@ -14,6 +14,7 @@ import pytest
 from transformer_lib.classroom import grade, sandbox
 from transformer_lib.classroom.assignments import ASSIGNMENTS
 from transformer_lib.classroom.checks import RESULT_MARKER, CheckResult
+from transformer_lib.classroom.submissions import assignment_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "submissions"
 
@@ -27,8 +28,8 @@ def test_find_submissions_and_assignment_names(tmp_path):
         ("alice", "03_attention.ipynb"), ("bob", "03_attention.ipynb"), ("carol", "02_positional_encoding.ipynb"),
         ("carol", "04_masks.ipynb"), ("dave", "01_tokenizer.ipynb"), ("dave", "03_attention.ipynb"),
         ("erin", "04_masks.ipynb"), ("erin", "notes.ipynb")]
-    assert grade._assignment_for(Path("x/03_attention (1).ipynb")).id == "03_attention"
-    assert grade._assignment_for(Path("x/attention.ipynb")) is None
+    assert assignment_for(Path("x/03_attention (1).ipynb")).id == "03_attention"
+    assert assignment_for(Path("x/attention.ipynb")) is None
     with pytest.raises(NotADirectoryError):
         grade.find_submissions(tmp_path / "missing")
 

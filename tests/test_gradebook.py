@@ -62,7 +62,7 @@ def test_lms_bulk_download_names():
     for not_lms in ("03_attention.ipynb", "smithjohn_123_notes.ipynb", "smithjohn_03_attention.ipynb"):
         assert parse_lms_name(not_lms) is None, not_lms
     assert assignment_for("x/smithjohn_123_03_attention.ipynb") is a3
-    assert grade._assignment_for(Path("03_attention (2).ipynb")) is a3
+    assert assignment_for(Path("03_attention (2).ipynb")) is a3
     assert assignment_for("x/attention.ipynb") is None
 
 

@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from . import integrity
-from .assignments import ASSIGNMENTS, Assignment, Exercise
+from .assignments import ASSIGNMENTS, Exercise
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
 from .kernels import GRACE, SETUP_KEY, error_of, run_cells
@@ -115,15 +115,6 @@ def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -
     """``(student, notebook)`` for every notebook that will be graded under ``folder``, sorted: one per student and
     assignment (see :func:`~transformer_lib.classroom.submissions.collect_submissions`)."""
     return [(s.student, s.path) for s in collect_submissions(folder, roster)]
-
-
-def _assignment_for(path: Path) -> Assignment | None:
-    """The assignment a file name stands for: ``03_attention.ipynb``, ``03_attention (1).ipynb``, an LMS name."""
-    return assignment_for(path)
-
-
-def _all_failed(assignment: Assignment, summary: str, hint: str, error: str) -> list[CheckResult]:
-    return [CheckResult(ex.name, False, summary, "", (hint,), error) for ex in assignment.exercises]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -183,7 +174,7 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
     started = time.monotonic()
     path = Path(path)
     student = student or path.parent.name
-    assignment = _assignment_for(path)
+    assignment = assignment_for(path)  # 03_attention.ipynb, 03_attention (1).ipynb, an LMS name
     graded = GradedNotebook(student, path.stem, path)
     if assignment is None:
         graded.problems.append(f"Unknown assignment file name {path.name!r}: expected one of "
@@ -197,10 +188,10 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
     except Exception as e:  # not JSON, not a notebook, not UTF-8, ...
         reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
         graded.problems.append(f"The notebook could not be read ({reason}).")
-        graded.results = _all_failed(assignment, "The notebook could not be read: it is not a valid .ipynb file.",
-                                     "Save the notebook from Jupyter (File > Save) and submit the .ipynb file "
-                                     "itself, not a copy edited by hand or renamed from another format.",
-                                     "NotebookError")
+        graded.results = [_failed(ex, "The notebook could not be read: it is not a valid .ipynb file.",
+                                  "Save the notebook from Jupyter (File > Save) and submit the .ipynb file itself, "
+                                  "not a copy edited by hand or renamed from another format.", "NotebookError")
+                          for ex in assignment.exercises]
         return graded
 
     # the student's code cells (their own check cells are left out: the injected cells run the same checks),

@@ -26,5 +26,13 @@ from .train_step import train_step_benchmark
 
 RESULTS = Path(__file__).resolve().parent / "results"  # the recorded runs (one JSON file per machine)
 
-__all__ = ["RESULTS", "run_all", "BENCHMARKS", "train_step_benchmark", "attention_benchmark", "decoding_benchmark",
-           "memory_benchmark", "mfu_benchmark"]
+__all__ = [
+    "RESULTS",
+    "run_all",
+    "BENCHMARKS",
+    "train_step_benchmark",
+    "attention_benchmark",
+    "decoding_benchmark",
+    "memory_benchmark",
+    "mfu_benchmark",
+]

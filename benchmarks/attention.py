@@ -71,30 +71,52 @@ def attention_benchmark(
         def raw():
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-        times = interleaved_times({"eager": eager, "sdpa": sdpa, "raw": raw}, repeats=repeats, inner=inner,
-                                  warmup=1, device=device)
-        rows.append({
-            "length": n,
-            **{f"{name}_ms": summarize([1e3 * t for t in ts]) for name, ts in times.items()},
-            "eager_vs_raw": ratio_summary(times["eager"], times["raw"]),
-            "sdpa_vs_raw": ratio_summary(times["sdpa"], times["raw"]),
-        })
+        times = interleaved_times(
+            {"eager": eager, "sdpa": sdpa, "raw": raw}, repeats=repeats, inner=inner, warmup=1, device=device
+        )
+        rows.append(
+            {
+                "length": n,
+                **{f"{name}_ms": summarize([1e3 * t for t in ts]) for name, ts in times.items()},
+                "eager_vs_raw": ratio_summary(times["eager"], times["raw"]),
+                "sdpa_vs_raw": ratio_summary(times["sdpa"], times["raw"]),
+            }
+        )
     xs = [r["length"] for r in rows]
     return {
         "name": "attention",
         "env": environment(device, dtype),
         "config": dict(lengths=xs, batch_size=batch_size, n_heads=n_heads, d_head=d_head, repeats=repeats),
         "rows": rows,
-        "time_exponent": {name: loglog_slope(xs, [r[f"{name}_ms"]["median"] for r in rows]) if len(xs) > 1 else None
-                          for name in ("eager", "sdpa", "raw")},
+        "time_exponent": {
+            name: loglog_slope(xs, [r[f"{name}_ms"]["median"] for r in rows]) if len(xs) > 1 else None
+            for name in ("eager", "sdpa", "raw")
+        },
     }
 
 
 def table(result: dict) -> str:
     """Plain-text table of an :func:`attention_benchmark` result."""
-    rows = [{"n": r["length"], "eager": r["eager_ms"]["median"], "sdpa": r["sdpa_ms"]["median"],
-             "raw": r["raw_ms"]["median"], "e": r["eager_vs_raw"]["median"], "s": r["sdpa_vs_raw"]["median"]}
-            for r in result["rows"]]
-    return format_table(rows, [("length", "n"), ("eager ms", "eager"), ("sdpa ms", "sdpa"), ("raw F.sdpa ms", "raw"),
-                               ("eager/raw", "e"), ("sdpa/raw", "s")],
-                        "Attention forward, causal mask (median over interleaved rounds)")
+    rows = [
+        {
+            "n": r["length"],
+            "eager": r["eager_ms"]["median"],
+            "sdpa": r["sdpa_ms"]["median"],
+            "raw": r["raw_ms"]["median"],
+            "e": r["eager_vs_raw"]["median"],
+            "s": r["sdpa_vs_raw"]["median"],
+        }
+        for r in result["rows"]
+    ]
+    return format_table(
+        rows,
+        [
+            ("length", "n"),
+            ("eager ms", "eager"),
+            ("sdpa ms", "sdpa"),
+            ("raw F.sdpa ms", "raw"),
+            ("eager/raw", "e"),
+            ("sdpa/raw", "s"),
+        ],
+        "Attention forward, causal mask (median over interleaved rounds)",
+    )

@@ -15,7 +15,11 @@ from collections.abc import Sequence
 
 import torch
 
-from transformer_lib.book.timing import Timer, interleaved_times, synchronize  # one timing helper for book and benchmarks
+from transformer_lib.book.timing import (  # one timing helper for book and benchmarks
+    Timer,
+    interleaved_times,
+    synchronize,
+)
 
 __all__ = ["Timer", "interleaved_times", "summarize", "ratio_summary", "environment", "synchronize", "format_table"]
 
@@ -29,8 +33,15 @@ def summarize(samples: Sequence[float]) -> dict[str, float | int]:
         q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
     else:
         q1 = q3 = xs[0]
-    return {"median": statistics.median(xs), "q1": q1, "q3": q3, "iqr": q3 - q1, "min": xs[0], "max": xs[-1],
-            "n": len(xs)}
+    return {
+        "median": statistics.median(xs),
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "min": xs[0],
+        "max": xs[-1],
+        "n": len(xs),
+    }
 
 
 def ratio_summary(numerator: Sequence[float], denominator: Sequence[float]) -> dict[str, float | int]:

@@ -20,10 +20,28 @@ from .common import environment, format_table, interleaved_times, ratio_summary,
 
 __all__ = ["decoding_benchmark", "positions_fed", "FULL", "QUICK"]
 
-FULL = dict(d_model=256, n_heads=4, n_layers=3, d_ff=1024, vocab_size=1000, batch_size=8, src_len=32,
-            new_tokens=(32, 64, 128, 256), repeats=3)
-QUICK = dict(d_model=192, n_heads=4, n_layers=2, d_ff=768, vocab_size=1000, batch_size=4, src_len=16,
-             new_tokens=(32, 64, 128), repeats=2)
+FULL = dict(
+    d_model=256,
+    n_heads=4,
+    n_layers=3,
+    d_ff=1024,
+    vocab_size=1000,
+    batch_size=8,
+    src_len=32,
+    new_tokens=(32, 64, 128, 256),
+    repeats=3,
+)
+QUICK = dict(
+    d_model=192,
+    n_heads=4,
+    n_layers=2,
+    d_ff=768,
+    vocab_size=1000,
+    batch_size=4,
+    src_len=16,
+    new_tokens=(32, 64, 128),
+    repeats=2,
+)
 
 
 def positions_fed(model: torch.nn.Module, src: torch.Tensor, n: int, *, use_cache: bool) -> int:
@@ -70,8 +88,14 @@ def decoding_benchmark(
         raise ValueError(f"new_tokens: expected positive lengths, got {new_tokens}")
     torch.manual_seed(seed)
     cfg = tl.TransformerConfig(
-        src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
-        n_encoder_layers=n_layers, n_decoder_layers=n_layers, d_ff=d_ff, dropout=0.0,
+        src_vocab_size=vocab_size,
+        tgt_vocab_size=vocab_size,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_encoder_layers=n_layers,
+        n_decoder_layers=n_layers,
+        d_ff=d_ff,
+        dropout=0.0,
         max_len=max(src_len, lengths[-1] + 1),
     )
     model = tl.Transformer(cfg).to(device=device, dtype=dtype).eval()
@@ -86,24 +110,36 @@ def decoding_benchmark(
         cached, uncached = run(n, True)(), run(n, False)()
         if cached.shape != (batch_size, n + 1):
             raise RuntimeError(f"decoding stopped early: expected {n + 1} tokens per row, got {cached.shape[1]}")
-        times = interleaved_times({"cached": run(n, True), "uncached": run(n, False)}, repeats=repeats, warmup=0,
-                                  device=device)
-        rows.append({
-            "new_tokens": n,
-            "same_tokens": bool(torch.equal(cached, uncached)),
-            "cached_positions": positions_fed(model, src, n, use_cache=True),
-            "uncached_positions": positions_fed(model, src, n, use_cache=False),
-            "cached_seconds": summarize(times["cached"]),
-            "uncached_seconds": summarize(times["uncached"]),
-            "cached_ms_per_token": summarize([1e3 * t / n for t in times["cached"]]),
-            "uncached_ms_per_token": summarize([1e3 * t / n for t in times["uncached"]]),
-            "speedup": ratio_summary(times["uncached"], times["cached"]),
-        })
+        times = interleaved_times(
+            {"cached": run(n, True), "uncached": run(n, False)}, repeats=repeats, warmup=0, device=device
+        )
+        rows.append(
+            {
+                "new_tokens": n,
+                "same_tokens": bool(torch.equal(cached, uncached)),
+                "cached_positions": positions_fed(model, src, n, use_cache=True),
+                "uncached_positions": positions_fed(model, src, n, use_cache=False),
+                "cached_seconds": summarize(times["cached"]),
+                "uncached_seconds": summarize(times["uncached"]),
+                "cached_ms_per_token": summarize([1e3 * t / n for t in times["cached"]]),
+                "uncached_ms_per_token": summarize([1e3 * t / n for t in times["uncached"]]),
+                "speedup": ratio_summary(times["uncached"], times["cached"]),
+            }
+        )
     return {
         "name": "decoding",
         "env": environment(device, dtype),
-        "config": dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, vocab_size=vocab_size,
-                       batch_size=batch_size, src_len=src_len, new_tokens=lengths, repeats=repeats),
+        "config": dict(
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            d_ff=d_ff,
+            vocab_size=vocab_size,
+            batch_size=batch_size,
+            src_len=src_len,
+            new_tokens=lengths,
+            repeats=repeats,
+        ),
         "rows": rows,
     }
 
@@ -118,11 +154,26 @@ def speedup_at(result: dict, n: int) -> float | None:
 
 def table(result: dict) -> str:
     """Plain-text table of a :func:`decoding_benchmark` result."""
-    rows = [{"n": r["new_tokens"], "cached": r["cached_ms_per_token"]["median"],
-             "uncached": r["uncached_ms_per_token"]["median"], "speedup": r["speedup"]["median"],
-             "range": f"{r['speedup']['min']:.2f}-{r['speedup']['max']:.2f}", "same": r["same_tokens"]}
-            for r in result["rows"]]
-    return format_table(rows, [("new tokens", "n"), ("cached ms/token", "cached"),
-                               ("uncached ms/token", "uncached"), ("speedup", "speedup"), ("min-max", "range"),
-                               ("same tokens", "same")],
-                        "Greedy decoding, KV cache against recomputing the prefix (median over rounds)")
+    rows = [
+        {
+            "n": r["new_tokens"],
+            "cached": r["cached_ms_per_token"]["median"],
+            "uncached": r["uncached_ms_per_token"]["median"],
+            "speedup": r["speedup"]["median"],
+            "range": f"{r['speedup']['min']:.2f}-{r['speedup']['max']:.2f}",
+            "same": r["same_tokens"],
+        }
+        for r in result["rows"]
+    ]
+    return format_table(
+        rows,
+        [
+            ("new tokens", "n"),
+            ("cached ms/token", "cached"),
+            ("uncached ms/token", "uncached"),
+            ("speedup", "speedup"),
+            ("min-max", "range"),
+            ("same tokens", "same"),
+        ],
+        "Greedy decoding, KV cache against recomputing the prefix (median over rounds)",
+    )

@@ -137,9 +137,26 @@ def _attend(q, k, v, impl):
 def table(result: dict) -> str:
     """Plain-text table of a :func:`memory_benchmark` result."""
     mib = 2.0**20
-    rows = [{"n": r["length"], "scores": r["scores_bytes"] / mib, "ep": r["eager"]["peak_bytes"] / mib,
-             "sp": r["sdpa"]["peak_bytes"] / mib, "et": r["eager"]["ms"]["median"], "st": r["sdpa"]["ms"]["median"]}
-            for r in result["rows"]]
-    return format_table(rows, [("length", "n"), ("scores MiB", "scores"), ("eager peak MiB", "ep"),
-                               ("sdpa peak MiB", "sp"), ("eager ms", "et"), ("sdpa ms", "st")],
-                        "Attention time and memory against length, no mask (median time over rounds)")
+    rows = [
+        {
+            "n": r["length"],
+            "scores": r["scores_bytes"] / mib,
+            "ep": r["eager"]["peak_bytes"] / mib,
+            "sp": r["sdpa"]["peak_bytes"] / mib,
+            "et": r["eager"]["ms"]["median"],
+            "st": r["sdpa"]["ms"]["median"],
+        }
+        for r in result["rows"]
+    ]
+    return format_table(
+        rows,
+        [
+            ("length", "n"),
+            ("scores MiB", "scores"),
+            ("eager peak MiB", "ep"),
+            ("sdpa peak MiB", "sp"),
+            ("eager ms", "et"),
+            ("sdpa ms", "st"),
+        ],
+        "Attention time and memory against length, no mask (median time over rounds)",
+    )

@@ -15,8 +15,7 @@ import transformer_lib as tl
 from .common import environment, interleaved_times, summarize
 from .train_step import _step_fn, random_batch
 
-__all__ = ["PEAK_BF16_TFLOPS", "peak_tflops", "flops_breakdown", "forward_flops", "training_flops",
-           "mfu_benchmark"]
+__all__ = ["PEAK_BF16_TFLOPS", "peak_tflops", "flops_breakdown", "forward_flops", "training_flops", "mfu_benchmark"]
 
 # Dense (no structured sparsity) bfloat16 tensor-core peaks from the vendors' data sheets, in TFLOP/s.
 # Matched against torch.cuda.get_device_name() in this order, so the more specific names come first.
@@ -97,8 +96,13 @@ def mfu_benchmark(
     torch.manual_seed(0)
     model = tl.Transformer(cfg).to(device).train()
     batch = random_batch(batch_size, seq_len, cfg.src_vocab_size, pad_id=cfg.pad_id, device=device)
-    times = interleaved_times({"step": _step_fn(model, batch, cfg.pad_id, torch.bfloat16)}, repeats=repeats,
-                              inner=inner, warmup=3, device=device)["step"]
+    times = interleaved_times(
+        {"step": _step_fn(model, batch, cfg.pad_id, torch.bfloat16)},
+        repeats=repeats,
+        inner=inner,
+        warmup=3,
+        device=device,
+    )["step"]
     flops = training_flops(cfg, batch_size, seq_len, seq_len)
     name = torch.cuda.get_device_name(device)
     peak = peak if peak is not None else peak_tflops(name)
@@ -121,5 +125,9 @@ def table(result: dict) -> str:
     if "skipped" in result:
         return f"MFU: skipped ({result['skipped']})"
     mfu = result["mfu"]
-    return (f"MFU on {result['env']['device_name']}: {result['achieved_tflops']['median']:.1f} TFLOP/s achieved, "
-            f"peak {result['peak_tflops']} TFLOP/s, MFU {mfu['median']:.1%}" if mfu else result["note"])
+    return (
+        f"MFU on {result['env']['device_name']}: {result['achieved_tflops']['median']:.1f} TFLOP/s achieved, "
+        f"peak {result['peak_tflops']} TFLOP/s, MFU {mfu['median']:.1%}"
+        if mfu
+        else result["note"]
+    )

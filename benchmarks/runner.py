@@ -41,8 +41,9 @@ def _memory(quick: bool, device: torch.device, override: dict | None = None, **_
     return memory.memory_benchmark(device=device, **_sizes(memory, quick, override))
 
 
-def _mfu(quick: bool, device: torch.device, override: dict | None = None, peak_tflops: float | None = None,
-         **_) -> dict:
+def _mfu(
+    quick: bool, device: torch.device, override: dict | None = None, peak_tflops: float | None = None, **_
+) -> dict:
     sizes = {**(dict(batch_size=16, repeats=3, inner=3) if quick else {}), **(override or {})}
     return mfu.mfu_benchmark(device=device, peak=peak_tflops, **sizes)
 

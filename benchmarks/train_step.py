@@ -25,10 +25,12 @@ from .common import environment, format_table, interleaved_times, ratio_summary,
 
 __all__ = ["TorchTransformerLM", "matched_pair", "random_batch", "train_step_benchmark", "QUICK", "FULL"]
 
-FULL = dict(d_model=256, n_heads=8, n_layers=2, d_ff=1024, vocab_size=2000, batch_size=8, seq_len=48,
-            repeats=9, inner=2)
-QUICK = dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, vocab_size=1000, batch_size=8, seq_len=32,
-             repeats=5, inner=2)
+FULL = dict(
+    d_model=256, n_heads=8, n_layers=2, d_ff=1024, vocab_size=2000, batch_size=8, seq_len=48, repeats=9, inner=2
+)
+QUICK = dict(
+    d_model=128, n_heads=4, n_layers=2, d_ff=512, vocab_size=1000, batch_size=8, seq_len=32, repeats=5, inner=2
+)
 
 
 class TorchTransformerLM(nn.Module):
@@ -51,8 +53,16 @@ class TorchTransformerLM(nn.Module):
         with warnings.catch_warnings():  # torch warns that norm_first disables its nested-tensor inference path
             warnings.simplefilter("ignore")
             self.transformer = nn.Transformer(
-                cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff, cfg.dropout,
-                cfg.activation, batch_first=True, norm_first=cfg.norm_first, layer_norm_eps=cfg.layer_norm_eps,
+                cfg.d_model,
+                cfg.n_heads,
+                cfg.n_encoder_layers,
+                cfg.n_decoder_layers,
+                cfg.d_ff,
+                cfg.dropout,
+                cfg.activation,
+                batch_first=True,
+                norm_first=cfg.norm_first,
+                layer_norm_eps=cfg.layer_norm_eps,
                 bias=cfg.bias,
             )
         if not cfg.norm_first:  # the paper's post-LN stacks have no final LayerNorm (see the module docstring)
@@ -68,13 +78,20 @@ class TorchTransformerLM(nn.Module):
         T = tgt.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=tgt.device).triu(1)  # (T, T), True above the diagonal
         h = self.transformer(
-            self._embed(self.src_embed, src), self._embed(self.tgt_embed, tgt), tgt_mask=causal, tgt_is_causal=True,
-            src_key_padding_mask=src == pad, tgt_key_padding_mask=tgt == pad, memory_key_padding_mask=src == pad,
+            self._embed(self.src_embed, src),
+            self._embed(self.tgt_embed, tgt),
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            src_key_padding_mask=src == pad,
+            tgt_key_padding_mask=tgt == pad,
+            memory_key_padding_mask=src == pad,
         )
         return self.lm_head(h)  # (B, T, V)
 
 
-def matched_pair(cfg: tl.TransformerConfig, device: torch.device | str = "cpu") -> tuple[tl.Transformer, TorchTransformerLM]:
+def matched_pair(
+    cfg: tl.TransformerConfig, device: torch.device | str = "cpu"
+) -> tuple[tl.Transformer, TorchTransformerLM]:
     """Our model and torch's, holding the same weights (theirs are initialised, then copied into ours)."""
     if cfg.tie_embeddings or cfg.share_src_embedding or cfg.positional != "sinusoidal" or not cfg.scale_embeddings:
         raise ValueError("cfg: the matched pair needs untied embeddings, sinusoidal positions and √d_model scaling")
@@ -89,8 +106,15 @@ def matched_pair(cfg: tl.TransformerConfig, device: torch.device | str = "cpu") 
     return ours.to(device), theirs.to(device)
 
 
-def random_batch(batch_size: int, seq_len: int, vocab_size: int, *, pad_id: int = 0, seed: int = 0,
-                 device: torch.device | str = "cpu") -> tuple[Tensor, Tensor, Tensor]:
+def random_batch(
+    batch_size: int,
+    seq_len: int,
+    vocab_size: int,
+    *,
+    pad_id: int = 0,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> tuple[Tensor, Tensor, Tensor]:
     """Random (src, tgt_in, tgt_out) ids with real padding: row lengths spread between seq_len / 2 and seq_len.
 
     Shape:
@@ -149,9 +173,18 @@ def train_step_benchmark(
     device = torch.device(device) if device is not None else tl.get_device()
     amp_dtype = torch.bfloat16 if device.type == "cuda" else None
     cfg = tl.TransformerConfig(
-        src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
-        n_encoder_layers=n_layers, n_decoder_layers=n_layers, d_ff=d_ff, dropout=dropout, max_len=max(seq_len, 8),
-        norm_first=norm_first, activation=activation, tie_embeddings=False,
+        src_vocab_size=vocab_size,
+        tgt_vocab_size=vocab_size,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_encoder_layers=n_layers,
+        n_decoder_layers=n_layers,
+        d_ff=d_ff,
+        dropout=dropout,
+        max_len=max(seq_len, 8),
+        norm_first=norm_first,
+        activation=activation,
+        tie_embeddings=False,
     )
     torch.manual_seed(seed)
     ours, theirs = matched_pair(cfg, device)
@@ -162,15 +195,29 @@ def train_step_benchmark(
     ours.train(), theirs.train()
     times = interleaved_times(
         {"ours": _step_fn(ours, batch, cfg.pad_id, amp_dtype), "torch": _step_fn(theirs, batch, cfg.pad_id, amp_dtype)},
-        repeats=repeats, inner=inner, warmup=1, device=device,
+        repeats=repeats,
+        inner=inner,
+        warmup=1,
+        device=device,
     )
     tokens = batch_size * 2 * seq_len  # source + target positions per step (padding included, the same for both)
     return {
         "name": "train_step",
         "env": environment(device, amp_dtype or torch.float32),
-        "config": dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, vocab_size=vocab_size,
-                       batch_size=batch_size, seq_len=seq_len, dropout=dropout, activation=activation,
-                       norm_first=norm_first, repeats=repeats, inner=inner),
+        "config": dict(
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            d_ff=d_ff,
+            vocab_size=vocab_size,
+            batch_size=batch_size,
+            seq_len=seq_len,
+            dropout=dropout,
+            activation=activation,
+            norm_first=norm_first,
+            repeats=repeats,
+            inner=inner,
+        ),
         "tokens_per_step": tokens,
         "max_abs_logit_diff": diff,
         "step_seconds": {name: summarize(t) for name, t in times.items()},
@@ -181,13 +228,26 @@ def train_step_benchmark(
 
 def table(results: list[dict]) -> str:
     """Plain-text table of one or more :func:`train_step_benchmark` results."""
-    rows = [{
-        "norm": "pre-LN" if r["config"]["norm_first"] else "post-LN",
-        "ours": r["tokens_per_second"]["ours"]["median"], "torch": r["tokens_per_second"]["torch"]["median"],
-        "ratio": r["ratio_ours_vs_torch"]["median"],
-        "range": f"{r['ratio_ours_vs_torch']['min']:.3f}-{r['ratio_ours_vs_torch']['max']:.3f}",
-        "diff": r["max_abs_logit_diff"],
-    } for r in results]
-    return format_table(rows, [("stack", "norm"), ("ours tok/s", "ours"), ("torch tok/s", "torch"),
-                               ("ours/torch", "ratio"), ("min-max", "range"), ("max |Δlogit|", "diff")],
-                        "Training step (forward + backward + Adam), median over interleaved rounds")
+    rows = [
+        {
+            "norm": "pre-LN" if r["config"]["norm_first"] else "post-LN",
+            "ours": r["tokens_per_second"]["ours"]["median"],
+            "torch": r["tokens_per_second"]["torch"]["median"],
+            "ratio": r["ratio_ours_vs_torch"]["median"],
+            "range": f"{r['ratio_ours_vs_torch']['min']:.3f}-{r['ratio_ours_vs_torch']['max']:.3f}",
+            "diff": r["max_abs_logit_diff"],
+        }
+        for r in results
+    ]
+    return format_table(
+        rows,
+        [
+            ("stack", "norm"),
+            ("ours tok/s", "ours"),
+            ("torch tok/s", "torch"),
+            ("ours/torch", "ratio"),
+            ("min-max", "range"),
+            ("max |Δlogit|", "diff"),
+        ],
+        "Training step (forward + backward + Adam), median over interleaved rounds",
+    )

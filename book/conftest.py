@@ -42,8 +42,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(f"{seconds:7.1f} s  {path}{flag}")
     terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  total")
     for path, seconds in _too_slow().items():
-        terminalreporter.write_line(f"FAILED: {path} took {seconds:.1f} s, over {FAIL_FACTOR:.0f}x the "
-                                    f"{NOTEBOOK_BUDGET_S:.0f} s budget; make it smaller or load a checkpoint", red=True)
+        terminalreporter.write_line(
+            f"FAILED: {path} took {seconds:.1f} s, over {FAIL_FACTOR:.0f}x the "
+            f"{NOTEBOOK_BUDGET_S:.0f} s budget; make it smaller or load a checkpoint",
+            red=True,
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -74,8 +74,14 @@ def drop_unused_widget_state(notebook: nbformat.NotebookNode) -> bool:
 
 def _execute(path: Path, timeout: int) -> tuple[Path, nbformat.NotebookNode, float, str | None]:
     notebook = nbformat.read(path, as_version=4)
-    result = single_nb_execution(notebook, cwd=str(path.parent), allow_errors=False, timeout=timeout,
-                                 meta_override=True, kernel_manager_class=SlicedPollKernelManager)
+    result = single_nb_execution(
+        notebook,
+        cwd=str(path.parent),
+        allow_errors=False,
+        timeout=timeout,
+        meta_override=True,
+        kernel_manager_class=SlicedPollKernelManager,
+    )
     drop_unused_widget_state(notebook)
     return path, notebook, result.time, (result.exc_string if result.err is not None else None)
 
@@ -106,8 +112,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"execute_notebooks: FAILED {name}\n{error}", flush=True)
                 continue
             record = cache.add_nb_to_project(str(path))
-            cache.cache_notebook_bundle(CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
-                                        check_validity=False, overwrite=True)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
+                check_validity=False,
+                overwrite=True,
+            )
             print(f"execute_notebooks: {seconds:6.1f} s  {name}", flush=True)
     print(f"execute_notebooks: done in {time.time() - start:.0f} s", flush=True)
     return 1 if failed else 0

@@ -153,25 +153,32 @@ def test_student_source_replaces_each_marked_block():
     assert A.student_source(f"Q?\n{BEGIN}\nAnswer.\n{END}", code=False) == "Q?\n*Write your answer here.*"
 
 
-@pytest.mark.parametrize("source, message", [
-    (f"{BEGIN}\n{BEGIN}\n{END}\n{END}", "inside another one"),
-    (f"{END}", "never opened"),
-    (f"{BEGIN}\nx = 1", "never closed"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (f"{BEGIN}\n{BEGIN}\n{END}\n{END}", "inside another one"),
+        (f"{END}", "never opened"),
+        (f"{BEGIN}\nx = 1", "never closed"),
+    ],
+)
 def test_unbalanced_markers_are_refused(source, message):
     with pytest.raises(ValueError, match=message):
         A.student_source(source)
 
 
 def test_student_notebook_drops_teacher_cells_and_tags_demos():
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("For teachers", metadata={"tags": ["solution-only"]}),
-        nbformat.v4.new_code_cell(f"def f():\n    {BEGIN}\n    return 1\n    {END}"),
-        nbformat.v4.new_code_cell("f()", metadata={"tags": ["demo"]}, outputs=[], execution_count=3),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("For teachers", metadata={"tags": ["solution-only"]}),
+            nbformat.v4.new_code_cell(f"def f():\n    {BEGIN}\n    return 1\n    {END}"),
+            nbformat.v4.new_code_cell("f()", metadata={"tags": ["demo"]}, outputs=[], execution_count=3),
+        ]
+    )
     out = A.student_notebook(nb)
     assert [c.source for c in out.cells] == [
-        'def f():\n    # YOUR CODE HERE\n    raise NotImplementedError("f: not implemented yet")', "f()"]
+        'def f():\n    # YOUR CODE HERE\n    raise NotImplementedError("f: not implemented yet")',
+        "f()",
+    ]
     assert out.cells[1].metadata.tags == ["demo", "raises-exception"] and out.cells[1].execution_count is None
     assert len(nb.cells) == 3 and BEGIN in nb.cells[1].source  # the input is left alone
     bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(END)])

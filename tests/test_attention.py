@@ -12,8 +12,11 @@ import transformer_lib as tl
 
 def _qkv(B=2, H=3, T=5, S=6, D=8, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(B, H, T, D, generator=g, dtype=dtype), torch.randn(B, H, S, D, generator=g, dtype=dtype),
-            torch.randn(B, H, S, D, generator=g, dtype=dtype))
+    return (
+        torch.randn(B, H, T, D, generator=g, dtype=dtype),
+        torch.randn(B, H, S, D, generator=g, dtype=dtype),
+        torch.randn(B, H, S, D, generator=g, dtype=dtype),
+    )
 
 
 def _random_mask(shape, seed, p=0.6, full_rows=True):
@@ -28,8 +31,12 @@ def _random_mask(shape, seed, p=0.6, full_rows=True):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_eager_and_sdpa_agree(masking, dtype):
     q, k, v = _qkv(dtype=dtype)
-    mask = {"none": None, "random": _random_mask((2, 1, 5, 6), 1), "causal": tl.causal_mask(6)[:5],
-            "padding": tl.padding_mask(torch.tensor([[4, 5, 6, 0, 0, 0], [4, 5, 6, 7, 8, 9]]))}[masking]
+    mask = {
+        "none": None,
+        "random": _random_mask((2, 1, 5, 6), 1),
+        "causal": tl.causal_mask(6)[:5],
+        "padding": tl.padding_mask(torch.tensor([[4, 5, 6, 0, 0, 0], [4, 5, 6, 7, 8, 9]])),
+    }[masking]
     eager, _ = tl.scaled_dot_product_attention(q, k, v, mask, impl="eager")
     fast, _ = tl.scaled_dot_product_attention(q, k, v, mask, impl="sdpa")
     tol = 1e-6 if dtype == torch.float32 else 1e-12
@@ -111,15 +118,30 @@ def test_eager_and_sdpa_modules_agree_with_dropout_off():
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, torch.ones(5, 6)), TypeError, "mask: expected a boolean"),
-        (lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, torch.ones(4, 6, dtype=torch.bool)), ValueError,
-         r"mask: shape \(4, 6\) does not broadcast"),
+        (
+            lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, torch.ones(5, 6)),
+            TypeError,
+            "mask: expected a boolean",
+        ),
+        (
+            lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, torch.ones(4, 6, dtype=torch.bool)),
+            ValueError,
+            r"mask: shape \(4, 6\) does not broadcast",
+        ),
         (lambda q, k, v: tl.scaled_dot_product_attention(q, k[..., :4], v), ValueError, "q, k, v: expected"),
-        (lambda q, k, v: tl.scaled_dot_product_attention(q.long(), k, v), TypeError, "q: expected a floating-point tensor"),
+        (
+            lambda q, k, v: tl.scaled_dot_product_attention(q.long(), k, v),
+            TypeError,
+            "q: expected a floating-point tensor",
+        ),
         (lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, impl="flash"), ValueError, "impl: expected one of"),
         (lambda q, k, v: tl.scaled_dot_product_attention(q, k, v, dropout_p=1.5), ValueError, "dropout_p"),
         (lambda q, k, v: tl.MultiHeadAttention(10, 3), ValueError, "d_model: must be divisible by n_heads=3"),
-        (lambda q, k, v: tl.MultiHeadAttention(12, 3)(q[0], q[0], q[0]), ValueError, "expected last dimension d_model=12"),
+        (
+            lambda q, k, v: tl.MultiHeadAttention(12, 3)(q[0], q[0], q[0]),
+            ValueError,
+            "expected last dimension d_model=12",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, error, message):

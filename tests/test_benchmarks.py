@@ -20,16 +20,21 @@ from benchmarks.common import interleaved_times, ratio_summary, summarize  # noq
 from benchmarks.memory import scores_bytes  # noqa: E402
 from benchmarks.mfu import forward_flops, peak_tflops, training_flops  # noqa: E402
 
-TINY_TRAIN = dict(d_model=16, n_heads=2, n_layers=1, d_ff=32, vocab_size=30, batch_size=2, seq_len=6, repeats=2,
-                  inner=1)
-TINY_DECODE = dict(d_model=16, n_heads=2, n_layers=1, d_ff=32, vocab_size=30, batch_size=2, src_len=5,
-                   new_tokens=(4, 8), repeats=1)
+TINY_TRAIN = dict(
+    d_model=16, n_heads=2, n_layers=1, d_ff=32, vocab_size=30, batch_size=2, seq_len=6, repeats=2, inner=1
+)
+TINY_DECODE = dict(
+    d_model=16, n_heads=2, n_layers=1, d_ff=32, vocab_size=30, batch_size=2, src_len=5, new_tokens=(4, 8), repeats=1
+)
 SUMMARY_KEYS = {"median", "q1", "q3", "iqr", "min", "max", "n"}
 
 
 def _is_summary(s: dict, n: int | None = None) -> bool:
-    return (s.keys() == SUMMARY_KEYS and s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"]
-            and (n is None or s["n"] == n))
+    return (
+        s.keys() == SUMMARY_KEYS
+        and s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"]
+        and (n is None or s["n"] == n)
+    )
 
 
 def test_summaries_and_interleaving():
@@ -72,7 +77,8 @@ def test_decoding_benchmark_runs_the_full_length_and_agrees():
         assert row["same_tokens"] is True  # cached and uncached greedy decoding pick the same tokens
         assert row["cached_seconds"]["min"] > 0 and row["speedup"]["median"] > 0
         assert row["cached_ms_per_token"]["median"] == pytest.approx(
-            1e3 * row["cached_seconds"]["median"] / row["new_tokens"])
+            1e3 * row["cached_seconds"]["median"] / row["new_tokens"]
+        )
 
 
 def test_memory_benchmark_measures_the_score_matrix():
@@ -89,8 +95,18 @@ def test_memory_benchmark_measures_the_score_matrix():
 
 
 def test_flop_count_matches_torch_flop_counter():
-    cfg = tl.TransformerConfig(src_vocab_size=50, tgt_vocab_size=60, d_model=32, n_heads=4, n_encoder_layers=2,
-                               n_decoder_layers=3, d_ff=48, dropout=0.0, max_len=16, attn_impl="eager")
+    cfg = tl.TransformerConfig(
+        src_vocab_size=50,
+        tgt_vocab_size=60,
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        d_ff=48,
+        dropout=0.0,
+        max_len=16,
+        attn_impl="eager",
+    )
     model = tl.Transformer(cfg)
     src, tgt = torch.randint(4, 50, (3, 7)), torch.randint(4, 60, (3, 5))
     with FlopCounterMode(display=False) as counter:

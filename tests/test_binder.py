@@ -17,7 +17,9 @@ def _lines(path: Path) -> list[str]:
 def test_binder_installs_the_cpu_torch_the_requirements_and_their_pins():
     lines = _lines(BINDER / "requirements.txt")
     assert "torch==2.13.0" in lines and "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
-    included = {line.split()[0]: (BINDER / line.split()[1]).resolve() for line in lines if line.startswith(("-r", "-c"))}
+    included = {
+        line.split()[0]: (BINDER / line.split()[1]).resolve() for line in lines if line.startswith(("-r", "-c"))
+    }
     assert included == {"-r": ROOT / "requirements.txt", "-c": ROOT / "constraints.txt"}
     assert all(path.is_file() for path in included.values())
 

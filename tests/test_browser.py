@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Console errors that are not the site's fault. Each entry says why it is harmless; keep the list short.
 # (Empty: the duplicate THEBE_JS_URL declaration that every page logged is removed at build time by
@@ -39,8 +45,9 @@ DRAWN_TIMEOUT_MS = 30_000
 def _site_pages() -> list[str]:
     if not (SITE / "index.html").exists():
         return []
-    return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
-                  if not p.relative_to(SITE).parts[0].startswith("_"))
+    return sorted(
+        p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")
+    )
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -49,8 +56,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def _serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(_QuietHandler, directory=str(directory)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(directory))
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
@@ -128,7 +136,8 @@ def test_page_renders_offline(name: str, browser, site_url: str) -> None:
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.tl-plotly-figure, .plotly-graph-div')]"
                 ".every(d => d.classList.contains('js-plotly-plot') && d.querySelector('.main-svg'))",
-                timeout=DRAWN_TIMEOUT_MS)
+                timeout=DRAWN_TIMEOUT_MS,
+            )
         views = page.locator("script[type='application/vnd.jupyter.widget-view+json']")
         n_widgets = views.count()
         if n_widgets:  # the embed manager draws each view in a .widget-subarea just before its script tag
@@ -137,11 +146,14 @@ def test_page_renders_offline(name: str, browser, site_url: str) -> None:
                 ".every(s => { const a = s.previousElementSibling;"
                 " return a && a.classList.contains('widget-subarea') && a.innerText.trim().length > 0"
                 " && a.getBoundingClientRect().height > 0; })",
-                timeout=DRAWN_TIMEOUT_MS)
+                timeout=DRAWN_TIMEOUT_MS,
+            )
         if page.locator("mjx-container").count() or page.locator(".math").count():
-            page.wait_for_function("() => document.querySelectorAll('.math').length === 0"
-                                   " || document.querySelectorAll('mjx-container').length > 0",
-                                   timeout=DRAWN_TIMEOUT_MS)
+            page.wait_for_function(
+                "() => document.querySelectorAll('.math').length === 0"
+                " || document.querySelectorAll('mjx-container').length > 0",
+                timeout=DRAWN_TIMEOUT_MS,
+            )
         page.wait_for_timeout(300)  # let late scripts report their errors
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / (name.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
@@ -162,8 +174,9 @@ def test_search_finds_pages_and_shows_formulas_as_text(query: str, browser, site
     try:
         hits = visit.page.locator("#search-results ul.search li")
         hits.first.wait_for(timeout=DRAWN_TIMEOUT_MS)
-        visit.page.wait_for_function("() => !document.querySelector('#search-results').innerText.includes('Searching')",
-                                     timeout=DRAWN_TIMEOUT_MS)
+        visit.page.wait_for_function(
+            "() => !document.querySelector('#search-results').innerText.includes('Searching')", timeout=DRAWN_TIMEOUT_MS
+        )
         text = visit.page.inner_text("#search-results")
         assert hits.count() >= 1
         assert "\\(" not in text and "\\sqrt" not in text and "$$" not in text, text[:500]
@@ -186,8 +199,9 @@ def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path)
     weights = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 3, 4))  # (L=2, H=3, Tq=4, Tk=4)
     fig = viz.attention_grid(weights, list("abcd"), list("abcd"))
     (tmp_path / "plotly.min.js").write_bytes(plotly_js.read_bytes())
-    (tmp_path / "grid.html").write_text(fig.to_html(include_plotlyjs="plotly.min.js", full_html=True,
-                                                    div_id="grid"), encoding="utf-8")
+    (tmp_path / "grid.html").write_text(
+        fig.to_html(include_plotlyjs="plotly.min.js", full_html=True, div_id="grid"), encoding="utf-8"
+    )
     server, url = _serve(tmp_path)
     visit = Visit(browser, url + "grid.html")
     page = visit.page
@@ -218,8 +232,11 @@ def test_pages_stay_under_the_weight_budget() -> None:
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
     pages = sorted((SITE / "book").rglob("*.html"))
     assert pages, "the built site has no chapter pages"
-    heavy = {p.relative_to(SITE).as_posix(): p.stat().st_size // 1024 for p in pages
-             if p.stat().st_size > PAGE_BUDGET_KB * 1024}
+    heavy = {
+        p.relative_to(SITE).as_posix(): p.stat().st_size // 1024
+        for p in pages
+        if p.stat().st_size > PAGE_BUDGET_KB * 1024
+    }
     assert not heavy, f"pages over {PAGE_BUDGET_KB} KB: {heavy}"
 
 
@@ -233,8 +250,10 @@ IPYWIDGET_CONTROLS = """() => [...document.querySelectorAll('.jupyter-widgets, .
                            + ' .widget-dropdown, .widget-text, .widget-toggle-buttons, .widget-checkbox, .widget-play')
                 || el.querySelector('input, select, button, textarea'))
   .map(el => el.className)"""
-PLOTLY_CONTROLLED = ("() => [...document.querySelectorAll('.js-plotly-plot')].filter(d => d.layout &&"
-                     " ((d.layout.sliders || []).length || (d.layout.updatemenus || []).length))")
+PLOTLY_CONTROLLED = (
+    "() => [...document.querySelectorAll('.js-plotly-plot')].filter(d => d.layout &&"
+    " ((d.layout.sliders || []).length || (d.layout.updatemenus || []).length))"
+)
 PRESS_EVERY_PLOTLY_CONTROL = f"""async () => {{
   // For each plotly figure with controls, and each of its sliders and menus: press a step other than the active
   // one, as plotly does when the reader moves it, and report whether what is drawn (traces shown, layout) changed.
@@ -271,15 +290,19 @@ def test_every_control_on_the_page_changes_what_is_drawn(name: str, browser, sit
     page = visit.page
     try:
         assert page.evaluate(IPYWIDGET_CONTROLS) == [], f"{name}: ipywidgets controls left on the site"
-        page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
-                               ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.tl-plotly-figure')]"
+            ".every(d => d.classList.contains('js-plotly-plot'))",
+            timeout=DRAWN_TIMEOUT_MS,
+        )
         # the live translator's menus act when its Translate button is pressed: tests/test_browser_translator.py
         menus = page.locator("article.bd-article select:not(.tl-live-translator select)")
         for j in range(menus.count()):
             menu = menus.nth(j)
             # what the menu switches: its twin, or else the cell output (or element with an id) that holds it
-            view = menu.locator("xpath=ancestor::*[contains(@class, 'tl-precomputed') or contains(@class, "
-                                "'cell_output') or @id][1]")
+            view = menu.locator(
+                "xpath=ancestor::*[contains(@class, 'tl-precomputed') or contains(@class, 'cell_output') or @id][1]"
+            )
             twin = view.evaluate("v => v.classList.contains('tl-precomputed')")
             before = view.inner_html()
             seen = set()
@@ -306,27 +329,33 @@ def test_dark_mode_plotly_figures_have_no_white_background(browser, site_url: st
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
     visit = Visit(browser, site_url + "book/04_attention.html")
     page = visit.page
-    backgrounds = ("() => [...document.querySelectorAll('.tl-plotly-figure')]"  # the first svg holds the paper
-                   ".map(d => getComputedStyle(d.querySelector('.main-svg')).backgroundColor)")
+    backgrounds = (
+        "() => [...document.querySelectorAll('.tl-plotly-figure')]"  # the first svg holds the paper
+        ".map(d => getComputedStyle(d.querySelector('.main-svg')).backgroundColor)"
+    )
     try:
-        page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
-                               ".every(d => d.querySelector('.main-svg'))", timeout=DRAWN_TIMEOUT_MS)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.tl-plotly-figure')].every(d => d.querySelector('.main-svg'))",
+            timeout=DRAWN_TIMEOUT_MS,
+        )
         assert set(page.evaluate(backgrounds)) == {"rgb(255, 255, 255)"}
         page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
-        page.wait_for_function(f"() => ({backgrounds})().every(c => c !== 'rgb(255, 255, 255)')",
-                               timeout=DRAWN_TIMEOUT_MS)
-        panels = page.evaluate("() => [...document.querySelectorAll('.tl-plotly-figure')]"
-                               ".map(d => getComputedStyle(d.closest('.output')).backgroundColor)")
+        page.wait_for_function(
+            f"() => ({backgrounds})().every(c => c !== 'rgb(255, 255, 255)')", timeout=DRAWN_TIMEOUT_MS
+        )
+        panels = page.evaluate(
+            "() => [...document.querySelectorAll('.tl-plotly-figure')]"
+            ".map(d => getComputedStyle(d.closest('.output')).backgroundColor)"
+        )
         assert set(panels) == {"rgba(0, 0, 0, 0)"}, f"figures sit on a light panel in dark mode: {set(panels)}"
         page.screenshot(path=str(SHOTS / "dark_mode__04_attention.png"))
         page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")
-        page.wait_for_function(f"() => ({backgrounds})().every(c => c === 'rgb(255, 255, 255)')",
-                               timeout=DRAWN_TIMEOUT_MS)
+        page.wait_for_function(
+            f"() => ({backgrounds})().every(c => c === 'rgb(255, 255, 255)')", timeout=DRAWN_TIMEOUT_MS
+        )
         assert not visit.errors, visit.errors
     finally:
         visit.close()
-
-
 
 
 OVERFLOW = """() => {
@@ -360,10 +389,14 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
             errors.clear()
             page.goto(site_url + name, wait_until="load")
             if page.locator(".math").count():
-                page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
-                                       timeout=DRAWN_TIMEOUT_MS)
-            page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
-                                   ".every(d => d.classList.contains('js-plotly-plot'))", timeout=DRAWN_TIMEOUT_MS)
+                page.wait_for_function(
+                    "() => document.querySelectorAll('mjx-container').length > 0", timeout=DRAWN_TIMEOUT_MS
+                )
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.tl-plotly-figure')]"
+                ".every(d => d.classList.contains('js-plotly-plot'))",
+                timeout=DRAWN_TIMEOUT_MS,
+            )
             page.wait_for_timeout(300)  # late layout (figures, fonts)
             found = page.evaluate(script) + [f"JavaScript error: {e}" for e in errors]
             if found:
@@ -417,8 +450,10 @@ def test_a_phone_shows_heatmaps_formulas_and_printed_text_at_the_column_width(br
     assert not problems, problems
     visit = Visit(browser, site_url + "book/intro.html")
     try:  # what counts as a table of aligned columns, which keeps its lines and scrolls
-        assert visit.page.evaluate("() => [tlLooksTabular('T =    16: RNN   16 steps\\nT =    64: RNN   64 steps'),"
-                                   " tlLooksTabular(\"tokens : ['The', '▁model', '▁sees']\\nIDs : [1, 2]\")]") == [True, False]
+        assert visit.page.evaluate(
+            "() => [tlLooksTabular('T =    16: RNN   16 steps\\nT =    64: RNN   64 steps'),"
+            " tlLooksTabular(\"tokens : ['The', '▁model', '▁sees']\\nIDs : [1, 2]\")]"
+        ) == [True, False]
     finally:
         visit.close()
 
@@ -442,11 +477,20 @@ def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
 
 # The pages with diagrams drawn from live modules (transformer_lib.book.diagrams, attention_diagrams, flow_diagrams)
 # and how many each shows: every numbered chapter opens with its part of Figure 1, plus the chapter's own.
-DIAGRAM_PAGES = {"book/intro.html": 1, "book/01_why_not_rnn.html": 1, "book/02_tokens_and_embeddings.html": 1,
-                 "book/03_positional_encoding.html": 1, "book/04_attention.html": 2, "book/05_masks.html": 1,
-                 "book/06_multi_head_attention.html": 3, "book/06b_encoder_block.html": 3,
-                 "book/07_cross_attention_and_decoding.html": 2, "book/07b_kv_cache_loss_and_limits.html": 2,
-                 "book/08_training.html": 1, "book/appendix_notes_checked.html": 1}
+DIAGRAM_PAGES = {
+    "book/intro.html": 1,
+    "book/01_why_not_rnn.html": 1,
+    "book/02_tokens_and_embeddings.html": 1,
+    "book/03_positional_encoding.html": 1,
+    "book/04_attention.html": 2,
+    "book/05_masks.html": 1,
+    "book/06_multi_head_attention.html": 3,
+    "book/06b_encoder_block.html": 3,
+    "book/07_cross_attention_and_decoding.html": 2,
+    "book/07b_kv_cache_loss_and_limits.html": 2,
+    "book/08_training.html": 1,
+    "book/appendix_notes_checked.html": 1,
+}
 DIAGRAMS = """() => {
   const article = document.querySelector('article.bd-article');
   const right = article.getBoundingClientRect().right + 1;
@@ -479,8 +523,9 @@ DIAGRAMS = """() => {
 
 
 @pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
-def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(width: int, height: int, browser,
-                                                                              site_url: str) -> None:
+def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(
+    width: int, height: int, browser, site_url: str
+) -> None:
     """Every page with diagrams drawn from live modules shows each one (SVG with boxes and labels), inside the text
     column, and every box label that can be measured stays inside its box, on a desktop and on a phone (where
     book/_static/plotly-theme.js shrinks the labels with the boxes). Screenshots: _build/screenshots/diagram_*."""
@@ -493,8 +538,10 @@ def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(
     try:
         for name, expected in DIAGRAM_PAGES.items():
             page.goto(site_url + name, wait_until="load")
-            page.wait_for_function("() => [...document.querySelectorAll('.tl-plotly-figure')]"
-                                   ".every(d => d.querySelector('.main-svg'))", timeout=DRAWN_TIMEOUT_MS)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.tl-plotly-figure')].every(d => d.querySelector('.main-svg'))",
+                timeout=DRAWN_TIMEOUT_MS,
+            )
             page.wait_for_timeout(500)  # the phone relayout (smaller labels) follows the first draw
             found = page.evaluate(DIAGRAMS)
             if len(found) != expected:

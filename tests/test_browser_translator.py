@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_browser import CHROMIUM, SHOTS, SITE, Visit, _serve, browser  # noqa: F401  (browser: a fixture)
 
 import transformer_lib as tl
 from transformer_lib.book import live_translator, recipes
 from transformer_lib.tokenization import BOS_ID, EOS_ID
-
-from test_browser import CHROMIUM, SHOTS, SITE, Visit, _serve, browser  # noqa: F401  (browser: a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -58,8 +57,9 @@ def harness_url(tmp_path_factory):
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<script src="../_static/plotly.min.js"></script></head>'
         '<body><main style="max-width: 860px; margin: auto; padding: 8px">'
-        f'{live_translator.page_html()}</main></body></html>',
-        encoding="utf-8")
+        f"{live_translator.page_html()}</main></body></html>",
+        encoding="utf-8",
+    )
     server, url = _serve(root)
     yield url + "book/chapter.html"
     server.shutdown()
@@ -81,9 +81,11 @@ def visit(browser, harness_url):  # noqa: F811
 
 def translate(page, text: str, method: str = "greedy", options: dict | None = None) -> dict:
     """The page's own translate function (what the button calls), returning tokens, attention and time."""
-    return page.evaluate(f"([t, m, o]) => {EL}.translator.translate(t, m, o).then(r => "
-                         "({tokens: r.tokens, cross: r.cross, ms: r.ms, text: r.text, unknown: r.unknown}))",
-                         [text, method, options or {}])
+    return page.evaluate(
+        f"([t, m, o]) => {EL}.translator.translate(t, m, o).then(r => "
+        "({tokens: r.tokens, cross: r.cross, ms: r.ms, text: r.text, unknown: r.unknown}))",
+        [text, method, options or {}],
+    )
 
 
 def run_ui(page) -> None:
@@ -100,16 +102,26 @@ def test_same_tokens_as_python_on_held_out_sentences(visit, library, capsys) -> 
     sentences = [s for s, _ in corpus.test[:N_SENTENCES]]
     run_ui(visit.page)  # loads the runtime and the model
     times: dict[str, list[float]] = {}
-    for method, options in [("greedy", {}), ("beam", {"beamSize": 4, "lengthPenalty": 0.6}),
-                            ("beam", {"beamSize": 2, "lengthPenalty": 0.0}),
-                            ("beam", {"beamSize": 8, "lengthPenalty": 1.0})]:
+    for method, options in [
+        ("greedy", {}),
+        ("beam", {"beamSize": 4, "lengthPenalty": 0.6}),
+        ("beam", {"beamSize": 2, "lengthPenalty": 0.0}),
+        ("beam", {"beamSize": 8, "lengthPenalty": 1.0}),
+    ]:
         for sentence in sentences:
             src = torch.tensor([corpus.src_tokenizer.encode(sentence)])
             if method == "greedy":
                 expected = tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID)[0].tolist()
             else:
-                expected = tl.beam_search(model, src, 20, BOS_ID, EOS_ID, beam_size=options["beamSize"],
-                                          length_penalty=options["lengthPenalty"])[0][0].tokens.tolist()
+                expected = tl.beam_search(
+                    model,
+                    src,
+                    20,
+                    BOS_ID,
+                    EOS_ID,
+                    beam_size=options["beamSize"],
+                    length_penalty=options["lengthPenalty"],
+                )[0][0].tokens.tolist()
             result = translate(visit.page, sentence, method, options)
             assert result["tokens"] == expected, (method, options, sentence)
             assert result["text"] == corpus.tgt_tokenizer.decode(expected)
@@ -162,13 +174,19 @@ def test_heatmap_shows_pythons_cross_attention(visit, library) -> None:
 def test_sampling_distribution_is_pythons(visit, harness_url) -> None:
     logits = torch.randn(2, 30, generator=torch.Generator().manual_seed(0)) * 3
     url = harness_url.replace("book/chapter.html", "_static/translator/decoding.js")
-    for options in [dict(temperature=1.0), dict(temperature=0.5, top_k=3), dict(temperature=2.0, top_p=0.9),
-                    dict(temperature=1.5, top_k=10, top_p=0.5), dict(top_k=1)]:
+    for options in [
+        dict(temperature=1.0),
+        dict(temperature=0.5, top_k=3),
+        dict(temperature=2.0, top_p=0.9),
+        dict(temperature=1.5, top_k=10, top_p=0.5),
+        dict(top_k=1),
+    ]:
         js = dict(temperature=options.get("temperature", 1.0), topK=options.get("top_k"), topP=options.get("top_p"))
         for row in logits:
             got = visit.page.evaluate(
                 "([url, row, o]) => import(url).then(d => Array.from(d.samplingDistribution(row, o)))",
-                [url, row.tolist(), js])
+                [url, row.tolist(), js],
+            )
             expected = tl.sampling_distribution(row, **options)
             assert (torch.tensor(got) - expected).abs().max() < 1e-6, options
             assert ((torch.tensor(got) > 0) == (expected > 0)).all(), options

@@ -8,8 +8,17 @@ from safetensors.torch import load_file, save_file
 
 import transformer_lib as tl
 
-CFG = dict(src_vocab_size=15, tgt_vocab_size=17, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1,
-           d_ff=32, dropout=0.1, max_len=20)
+CFG = dict(
+    src_vocab_size=15,
+    tgt_vocab_size=17,
+    d_model=16,
+    n_heads=2,
+    n_encoder_layers=1,
+    n_decoder_layers=1,
+    d_ff=32,
+    dropout=0.1,
+    max_len=20,
+)
 
 
 @pytest.mark.parametrize("family", ["Transformer", "EncoderOnlyModel", "DecoderOnlyModel"])

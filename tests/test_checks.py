@@ -28,8 +28,10 @@ def sol():
 
 @pytest.fixture(scope="module")
 def stubs():
-    return {aid: notebook_namespace(ROOT / "book" / "assignments" / f"{aid}.ipynb", skip_tags=("check", "demo"))
-            for aid in ASSIGNMENTS}
+    return {
+        aid: notebook_namespace(ROOT / "book" / "assignments" / f"{aid}.ipynb", skip_tags=("check", "demo"))
+        for aid in ASSIGNMENTS
+    }
 
 
 EXERCISES = [(aid, ex) for aid, a in ASSIGNMENTS.items() for ex in a.exercises]
@@ -107,7 +109,7 @@ def test_check_assignment_prints_a_summary_and_json_lines(sol, capsys):
     checks.check_assignment("04_masks", {}, emit_json=True)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(line.startswith(checks.RESULT_MARKER) for line in lines)
-    parsed = [json.loads(line[len(checks.RESULT_MARKER):]) for line in lines]
+    parsed = [json.loads(line[len(checks.RESULT_MARKER) :]) for line in lines]
     assert [p["exercise"] for p in parsed] == ["padding_mask", "causal_mask", "decoder_mask"]
     assert not any(p["passed"] for p in parsed)
 
@@ -166,8 +168,9 @@ def test_the_decoding_model_exercises_early_and_late_endings():
     assert ended.any() and not ended.all()  # some rows end early, one runs to the limit
     assert (out[:, 1:] != 0).sum(1).unique().numel() > 2  # the rows end at different steps
     assert (out[:, 1:] != 1).all()  # <bos> is never generated, so a wrong loop cannot pass by accident
-    best = tl.beam_search(checks.tiny_translator(seed=0, eos_bias=1.5), checks._SRC[0:1], 8, 1, 2, beam_size=3,
-                          length_penalty=0.0)[0][0].tokens
+    best = tl.beam_search(
+        checks.tiny_translator(seed=0, eos_bias=1.5), checks._SRC[0:1], 8, 1, 2, beam_size=3, length_penalty=0.0
+    )[0][0].tokens
     greedy = tl.greedy_decode(checks.tiny_translator(seed=0, eos_bias=1.5), checks._SRC[0:1], 8, 1, 2)[0]
     assert best.tolist() != greedy.tolist()  # so the beam check can tell beam search from greedy decoding
 
@@ -198,25 +201,39 @@ def _sorted_all(texts, min_freq=1):  # ignores min_freq
     return {t: i for i, t in enumerate(["<pad>", "<bos>", "<eos>", "<unk>"] + words)}
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (_specials_missing, ["special tokens come first", "<pad> 0"]),
-    (_alphabetical, ["alphabetical order", "most frequent first"]),
-    (_most_common, ["break ties alphabetically"]),
-    (_sorted_all, ["fewer than min_freq=2"]),
-    (lambda texts, min_freq=1: list(_sorted_all(texts)), ["returned a list"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (_specials_missing, ["special tokens come first", "<pad> 0"]),
+        (_alphabetical, ["alphabetical order", "most frequent first"]),
+        (_most_common, ["break ties alphabetically"]),
+        (_sorted_all, ["fewer than min_freq=2"]),
+        (lambda texts, min_freq=1: list(_sorted_all(texts)), ["returned a list"]),
+    ],
+)
 def test_wrong_vocabularies(fn, phrases):
     assert_fails_with(checks.check_build_vocab(fn), *phrases)
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda text, vocab, add_special_tokens=True: [vocab[w] for w in text.split()], ["<bos> (id 1) and <eos>"]),
-    (lambda text, vocab, add_special_tokens=True: [1, *[vocab[w] for w in text.split()], 2], ["KeyError", "<unk>"]),
-    (lambda text, vocab, add_special_tokens=True: [1, *[vocab.get(w, 3) for w in text.split()], 2],
-     ["add_special_tokens=False"]),
-    (lambda text, vocab, add_special_tokens=True: [1, *[vocab.get(w, 0) for w in text.split()], 2]
-     if add_special_tokens else [vocab.get(w, 0) for w in text.split()], ["<unk> (id 3)"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda text, vocab, add_special_tokens=True: [vocab[w] for w in text.split()], ["<bos> (id 1) and <eos>"]),
+        (lambda text, vocab, add_special_tokens=True: [1, *[vocab[w] for w in text.split()], 2], ["KeyError", "<unk>"]),
+        (
+            lambda text, vocab, add_special_tokens=True: [1, *[vocab.get(w, 3) for w in text.split()], 2],
+            ["add_special_tokens=False"],
+        ),
+        (
+            lambda text, vocab, add_special_tokens=True: (
+                [1, *[vocab.get(w, 0) for w in text.split()], 2]
+                if add_special_tokens
+                else [vocab.get(w, 0) for w in text.split()]
+            ),
+            ["<unk> (id 3)"],
+        ),
+    ],
+)
 def test_wrong_encoders(fn, phrases):
     assert_fails_with(checks.check_encode(fn), *phrases)
 
@@ -228,13 +245,16 @@ def _pad(seqs, pad_id=0, left=False, fill=None, dtype=torch.long):
     return torch.tensor(rows, dtype=dtype)
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda seqs, pad_id=0: _pad(seqs, pad_id, left=True), ["Pad on the right"]),
-    (lambda seqs, pad_id=0: _pad(seqs, pad_id, fill=0), ["pad_id argument"]),
-    (lambda seqs, pad_id=0: _pad(seqs, pad_id, dtype=torch.float32), ["torch.long"]),
-    (lambda seqs, pad_id=0: _pad(seqs, pad_id).T, ["transposed"]),
-    (lambda seqs, pad_id=0: _pad(seqs, pad_id).tolist(), ["expected a torch.Tensor"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda seqs, pad_id=0: _pad(seqs, pad_id, left=True), ["Pad on the right"]),
+        (lambda seqs, pad_id=0: _pad(seqs, pad_id, fill=0), ["pad_id argument"]),
+        (lambda seqs, pad_id=0: _pad(seqs, pad_id, dtype=torch.float32), ["torch.long"]),
+        (lambda seqs, pad_id=0: _pad(seqs, pad_id).T, ["transposed"]),
+        (lambda seqs, pad_id=0: _pad(seqs, pad_id).tolist(), ["expected a torch.Tensor"]),
+    ],
+)
 def test_wrong_padding(fn, phrases):
     assert_fails_with(checks.check_pad_sequences(fn), *phrases)
 
@@ -243,18 +263,21 @@ def _pe(max_len, d_model, **kw):
     return checks._pe_variant(max_len, d_model, **kw).float()
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda n, d: _pe(n, d, swap=True), ["sin and cos are swapped"]),
-    (lambda n, d: tl.sinusoidal_encoding(n, d, interleaved=False), ["interleaves"]),
-    (lambda n, d: _pe(n, d, exponent="column"), ["share one frequency"]),
-    (lambda n, d: _pe(n, d, exponent="double"), ["exponent is doubled"]),
-    (lambda n, d: _pe(n, d, exponent="half"), ["exponent is halved"]),
-    (lambda n, d: _pe(n, d, start=1), ["Positions start at 0"]),
-    (lambda n, d: _pe(n, d).T.contiguous(), ["transposed"]),
-    (lambda n, d: _pe(n, d).numpy(), ["expected a torch.Tensor"]),
-    (lambda n, d: torch.zeros(n, d, dtype=torch.long), ["floating point"]),
-    (lambda n, d: _pe(n, d) * 1.5, ["PE[pos, 2i] = sin"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda n, d: _pe(n, d, swap=True), ["sin and cos are swapped"]),
+        (lambda n, d: tl.sinusoidal_encoding(n, d, interleaved=False), ["interleaves"]),
+        (lambda n, d: _pe(n, d, exponent="column"), ["share one frequency"]),
+        (lambda n, d: _pe(n, d, exponent="double"), ["exponent is doubled"]),
+        (lambda n, d: _pe(n, d, exponent="half"), ["exponent is halved"]),
+        (lambda n, d: _pe(n, d, start=1), ["Positions start at 0"]),
+        (lambda n, d: _pe(n, d).T.contiguous(), ["transposed"]),
+        (lambda n, d: _pe(n, d).numpy(), ["expected a torch.Tensor"]),
+        (lambda n, d: torch.zeros(n, d, dtype=torch.long), ["floating point"]),
+        (lambda n, d: _pe(n, d) * 1.5, ["PE[pos, 2i] = sin"]),
+    ],
+)
 def test_wrong_positional_encodings(fn, phrases):
     assert_fails_with(checks.check_positional_encoding(fn), *phrases)
 
@@ -289,27 +312,34 @@ def _masked_late_and_renormalised(q, k, v, mask=None):
     return w @ v, w
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (_attn(scale=lambda d: 1.0), ["√d_k too large", "did you divide q·kᵀ by √d_k?"]),
-    (_attn(scale=lambda d: 1 / d), ["You divided by d_k"]),
-    (_attn(scale=lambda d: math.sqrt(d)), ["You multiplied by √d_k"]),
-    (_attn(d_from=lambda q, k: k.shape[-2]), ["not the number of keys"]),
-    (_attn(dim=-2), ["Rows do not sum to 1: did you take the softmax over the last axis?"]),
-    (_attn(mask_mode="invert"), ["The mask looks inverted: True means may attend"]),
-    (_attn(mask_mode="ignore"), ["The mask has no effect"]),
-    (_attn(mask_mode="zero"), ["exp(0) = 1"]),
-    (_attn(out_dtype=torch.float32), ["dtype"]),
-    (_attn(weights_only=True), ["must return a pair (output, weights)"]),
-    (_attn(mask_mode="ignore", late_fill=0.0), ["The mask is applied after the softmax", "before the softmax"]),
-    (_attn(mask_mode="ignore", late_fill=float("-inf")), ["The mask is applied after the softmax"]),
-    (_masked_late_and_renormalised, ["The mask is applied after the softmax"]),  # no variant: by its symptoms
-    (lambda q, k, v, mask=None: (_attn()(q, k, v, mask)[1] @ v * 2, _attn()(q, k, v, mask)[1]),
-     ["The weights are right but the output is not", "The output differs from the reference."]),
-    (_attn(scale=lambda d: (1 + 1e-4) / math.sqrt(d)), ["The weights differ from the reference."]),
-    (lambda q, k, v, mask=None: ((q @ k.transpose(-2, -1)).exp() @ v, (q @ k.transpose(-2, -1)).exp()),
-     ["Rows do not sum to 1"]),
-    (lambda q, k, v, mask=None: _attn()(q, k, v, mask)[::-1], ["shape"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (_attn(scale=lambda d: 1.0), ["√d_k too large", "did you divide q·kᵀ by √d_k?"]),
+        (_attn(scale=lambda d: 1 / d), ["You divided by d_k"]),
+        (_attn(scale=lambda d: math.sqrt(d)), ["You multiplied by √d_k"]),
+        (_attn(d_from=lambda q, k: k.shape[-2]), ["not the number of keys"]),
+        (_attn(dim=-2), ["Rows do not sum to 1: did you take the softmax over the last axis?"]),
+        (_attn(mask_mode="invert"), ["The mask looks inverted: True means may attend"]),
+        (_attn(mask_mode="ignore"), ["The mask has no effect"]),
+        (_attn(mask_mode="zero"), ["exp(0) = 1"]),
+        (_attn(out_dtype=torch.float32), ["dtype"]),
+        (_attn(weights_only=True), ["must return a pair (output, weights)"]),
+        (_attn(mask_mode="ignore", late_fill=0.0), ["The mask is applied after the softmax", "before the softmax"]),
+        (_attn(mask_mode="ignore", late_fill=float("-inf")), ["The mask is applied after the softmax"]),
+        (_masked_late_and_renormalised, ["The mask is applied after the softmax"]),  # no variant: by its symptoms
+        (
+            lambda q, k, v, mask=None: (_attn()(q, k, v, mask)[1] @ v * 2, _attn()(q, k, v, mask)[1]),
+            ["The weights are right but the output is not", "The output differs from the reference."],
+        ),
+        (_attn(scale=lambda d: (1 + 1e-4) / math.sqrt(d)), ["The weights differ from the reference."]),
+        (
+            lambda q, k, v, mask=None: ((q @ k.transpose(-2, -1)).exp() @ v, (q @ k.transpose(-2, -1)).exp()),
+            ["Rows do not sum to 1"],
+        ),
+        (lambda q, k, v, mask=None: _attn()(q, k, v, mask)[::-1], ["shape"]),
+    ],
+)
 def test_wrong_attention(fn, phrases):
     assert_fails_with(checks.check_attention(fn), *phrases)
 
@@ -334,7 +364,7 @@ def test_a_small_real_difference_shows_in_the_printed_rows():
 
 def test_bfloat16_tolerance_accepts_a_different_order_of_operations():
     def attention(q, k, v, mask=None):  # scales q before the product: same maths, other rounding
-        w = (q / math.sqrt(q.shape[-1]) @ k.transpose(-2, -1))
+        w = q / math.sqrt(q.shape[-1]) @ k.transpose(-2, -1)
         if mask is not None:
             w = w.masked_fill(~mask, float("-inf"))
         w = w.softmax(-1)
@@ -343,52 +373,74 @@ def test_bfloat16_tolerance_accepts_a_different_order_of_operations():
     assert checks.check_attention(attention).passed
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda ids, pad_id=0: (ids == pad_id)[:, None, None, :], ["looks inverted", "ids != pad_id"]),
-    (lambda ids, pad_id=0: ids != pad_id, ["(B, 1, 1, S)", "Yours is (B, S)"]),
-    (lambda ids, pad_id=0: (ids != pad_id)[:, None, None, :].float(), ["boolean"]),
-    (lambda ids, pad_id=0: (ids != 0)[:, None, None, :], ["pad_id argument"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda ids, pad_id=0: (ids == pad_id)[:, None, None, :], ["looks inverted", "ids != pad_id"]),
+        (lambda ids, pad_id=0: ids != pad_id, ["(B, 1, 1, S)", "Yours is (B, S)"]),
+        (lambda ids, pad_id=0: (ids != pad_id)[:, None, None, :].float(), ["boolean"]),
+        (lambda ids, pad_id=0: (ids != 0)[:, None, None, :], ["pad_id argument"]),
+    ],
+)
 def test_wrong_padding_masks(fn, phrases):
     assert_fails_with(checks.check_padding_mask(fn), *phrases)
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["looks inverted"]),
-    (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["looks inverted"]),
-    (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), ["causal mask is off by one", "keep the diagonal"]),
-    (lambda n: torch.ones(n, n, dtype=torch.bool).tril(1), ["causal mask is off by one", "one future token"]),
-    (lambda n: torch.ones(n, n).tril(), ["boolean"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["looks inverted"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["looks inverted"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), ["causal mask is off by one", "keep the diagonal"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).tril(1), ["causal mask is off by one", "one future token"]),
+        (lambda n: torch.ones(n, n).tril(), ["boolean"]),
+    ],
+)
 def test_wrong_causal_masks(fn, phrases):
     assert_fails_with(checks.check_causal_mask(fn), *phrases)
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda ids, pad_id=0: tl.causal_mask(ids.shape[1]) | tl.padding_mask(ids, pad_id), ["AND (&)"]),
-    (lambda ids, pad_id=0: tl.causal_mask(ids.shape[1]).expand(ids.shape[0], 1, -1, -1), ["padding part is missing"]),
-    (lambda ids, pad_id=0: tl.padding_mask(ids, pad_id).expand(-1, -1, ids.shape[1], -1),
-     ["causal part is missing"]),
-    (lambda ids, pad_id=0: tl.causal_mask(ids.shape[1]) & tl.padding_mask(ids, pad_id).transpose(-1, -2),
-     ["pad *keys*"]),
-    (lambda ids, pad_id=0: (tl.causal_mask(ids.shape[1]) & tl.padding_mask(ids, pad_id))[:, 0], ["(B, 1, T, T)"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda ids, pad_id=0: tl.causal_mask(ids.shape[1]) | tl.padding_mask(ids, pad_id), ["AND (&)"]),
+        (
+            lambda ids, pad_id=0: tl.causal_mask(ids.shape[1]).expand(ids.shape[0], 1, -1, -1),
+            ["padding part is missing"],
+        ),
+        (
+            lambda ids, pad_id=0: tl.padding_mask(ids, pad_id).expand(-1, -1, ids.shape[1], -1),
+            ["causal part is missing"],
+        ),
+        (
+            lambda ids, pad_id=0: tl.causal_mask(ids.shape[1]) & tl.padding_mask(ids, pad_id).transpose(-1, -2),
+            ["pad *keys*"],
+        ),
+        (lambda ids, pad_id=0: (tl.causal_mask(ids.shape[1]) & tl.padding_mask(ids, pad_id))[:, 0], ["(B, 1, T, T)"]),
+    ],
+)
 def test_wrong_decoder_masks(fn, phrases):
     assert_fails_with(checks.check_decoder_mask(fn), *phrases)
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda x, h: x.view(x.shape[0], h, x.shape[1], -1), ["split wrongly"]),
-    (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1), ["transpose(1, 2)"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda x, h: x.view(x.shape[0], h, x.shape[1], -1), ["split wrongly"]),
+        (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1), ["transpose(1, 2)"]),
+    ],
+)
 def test_wrong_split_heads(fn, phrases):
     assert_fails_with(checks.check_split_heads(fn), *phrases)
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), ["merged in the wrong order"]),
-    (lambda x: x, ["not merged back"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (lambda x: x.reshape(x.shape[0], x.shape[2], -1), ["merged in the wrong order"]),
+        (lambda x: x, ["not merged back"]),
+    ],
+)
 def test_wrong_merge_heads(fn, phrases):
     assert_fails_with(checks.check_merge_heads(fn), *phrases)
 
@@ -402,13 +454,25 @@ def _heads(sol, m, x, *, transpose=True):
     return sol["split_heads"](x, m.n_heads) if transpose else x.view(B, m.n_heads, L, C // m.n_heads)
 
 
-def _forward(sol, *, w_o=True, merge=True, merge_transpose=True, split_transpose=True, scale=None, use_mask=True,
-             kv_from_query=False, average=False):
+def _forward(
+    sol,
+    *,
+    w_o=True,
+    merge=True,
+    merge_transpose=True,
+    split_transpose=True,
+    scale=None,
+    use_mask=True,
+    kv_from_query=False,
+    average=False,
+):
     def forward(self, query, key, value, mask=None):
         if kv_from_query:
             key = value = query
-        q, k, v = (_heads(sol, self, w(x), transpose=split_transpose)
-                   for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        q, k, v = (
+            _heads(sol, self, w(x), transpose=split_transpose)
+            for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
         s = None if scale is None else scale(q.shape[-1] * self.n_heads)
         out, weights = checks._attention_variant(q, k, v, mask if use_mask else None, scale=s).values()
         out, weights = out.to(query.dtype), weights.to(query.dtype)
@@ -421,17 +485,20 @@ def _forward(sol, *, w_o=True, merge=True, merge_transpose=True, split_transpose
     return forward
 
 
-@pytest.mark.parametrize("kw, phrases", [
-    (dict(merge=False), ["Heads were not merged back"]),
-    (dict(w_o=False), ["Missing W^O"]),
-    (dict(merge_transpose=False), ["merged in the wrong order"]),
-    (dict(split_transpose=False), ["split wrongly"]),
-    (dict(scale=lambda c: 1.0), ["√d_k too large"]),
-    (dict(scale=lambda c: 1 / math.sqrt(c)), ["not √d_model"]),
-    (dict(use_mask=False), ["The mask has no effect"]),
-    (dict(kv_from_query=True), ["key and value arguments"]),
-    (dict(average=True), ["not an average over heads"]),
-])
+@pytest.mark.parametrize(
+    "kw, phrases",
+    [
+        (dict(merge=False), ["Heads were not merged back"]),
+        (dict(w_o=False), ["Missing W^O"]),
+        (dict(merge_transpose=False), ["merged in the wrong order"]),
+        (dict(split_transpose=False), ["split wrongly"]),
+        (dict(scale=lambda c: 1.0), ["√d_k too large"]),
+        (dict(scale=lambda c: 1 / math.sqrt(c)), ["not √d_model"]),
+        (dict(use_mask=False), ["The mask has no effect"]),
+        (dict(kv_from_query=True), ["key and value arguments"]),
+        (dict(average=True), ["not an average over heads"]),
+    ],
+)
 def test_wrong_multi_head_attention(sol, kw, phrases):
     assert_fails_with(checks.check_multi_head_attention(_mha_subclass(sol, _forward(sol, **kw))), *phrases)
 
@@ -445,8 +512,17 @@ def test_multi_head_attention_without_the_starter_attributes(sol):
     assert_fails_with(checks.check_multi_head_attention(Renamed), "w_q", "Keep the __init__")
 
 
-def _decoder(sol, *, pre_ln=False, residual=True, self_mask_used=True, cross_kv="memory", cross_mask_used=True,
-             one_norm=False, as_tuple=False):
+def _decoder(
+    sol,
+    *,
+    pre_ln=False,
+    residual=True,
+    self_mask_used=True,
+    cross_kv="memory",
+    cross_mask_used=True,
+    one_norm=False,
+    as_tuple=False,
+):
     def forward(self, y, memory, self_mask=None, cross_mask=None):
         norms = [self.norm1] * 3 if one_norm else [self.norm1, self.norm2, self.norm3]
 
@@ -456,24 +532,34 @@ def _decoder(sol, *, pre_ln=False, residual=True, self_mask_used=True, cross_kv=
             return norm(x + f(x)) if residual else norm(f(x))
 
         y = sub(y, lambda x: self.self_attn(x, x, x, self_mask if self_mask_used else None)[0], norms[0])
-        y = sub(y, lambda x: self.cross_attn(x, memory if cross_kv == "memory" else x,
-                                             memory if cross_kv == "memory" else x,
-                                             cross_mask if cross_mask_used else None)[0], norms[1])
+        y = sub(
+            y,
+            lambda x: self.cross_attn(
+                x,
+                memory if cross_kv == "memory" else x,
+                memory if cross_kv == "memory" else x,
+                cross_mask if cross_mask_used else None,
+            )[0],
+            norms[1],
+        )
         y = sub(y, self.ff, norms[2])
         return (y, None) if as_tuple else y
 
     return type("DecoderBlock", (sol["DecoderBlock"],), {"forward": forward})
 
 
-@pytest.mark.parametrize("kw, phrases", [
-    (dict(pre_ln=True), ["pre-LN", "post-LN"]),
-    (dict(residual=False), ["residual connection is missing"]),
-    (dict(self_mask_used=False), ["Future tokens leak"]),
-    (dict(cross_kv="y"), ["memory (the encoder output)"]),
-    (dict(cross_mask_used=False), ["Pass cross_mask"]),
-    (dict(one_norm=True), ["its own LayerNorm"]),
-    (dict(as_tuple=True), ["returned a tuple"]),
-])
+@pytest.mark.parametrize(
+    "kw, phrases",
+    [
+        (dict(pre_ln=True), ["pre-LN", "post-LN"]),
+        (dict(residual=False), ["residual connection is missing"]),
+        (dict(self_mask_used=False), ["Future tokens leak"]),
+        (dict(cross_kv="y"), ["memory (the encoder output)"]),
+        (dict(cross_mask_used=False), ["Pass cross_mask"]),
+        (dict(one_norm=True), ["its own LayerNorm"]),
+        (dict(as_tuple=True), ["returned a tuple"]),
+    ],
+)
 def test_wrong_decoder_layers(sol, kw, phrases):
     assert_fails_with(checks.check_decoder_layer(_decoder(sol, **kw)), *phrases)
 
@@ -504,14 +590,17 @@ def _greedy_forever(model, src, max_new_tokens, bos_id, eos_id):
     return tokens
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (_greedy(position=0), ["first position", "h[:, -1]"]),
-    (_greedy(stop=False), ["Stop as soon as every row has produced <eos>"]),
-    (_greedy(pad_after=False), ["only get <pad>"]),
-    (_greedy(keep_bos=False), ["Keep <bos>"]),
-    (_greedy(extra_steps=-1), ["off by one"]),
-    (_greedy(extra_steps=1), ["off by one"]),
-])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (_greedy(position=0), ["first position", "h[:, -1]"]),
+        (_greedy(stop=False), ["Stop as soon as every row has produced <eos>"]),
+        (_greedy(pad_after=False), ["only get <pad>"]),
+        (_greedy(keep_bos=False), ["Keep <bos>"]),
+        (_greedy(extra_steps=-1), ["off by one"]),
+        (_greedy(extra_steps=1), ["off by one"]),
+    ],
+)
 def test_wrong_greedy_decoding(fn, phrases):
     assert_fails_with(checks.check_greedy_decode(fn), *phrases)
 
@@ -547,9 +636,17 @@ def test_the_example_on_the_assignments_page_is_what_the_check_prints():
     assert example.rstrip("\n") == str(checks.check_attention(attention))
 
 
-def _beam(probabilities=False, copies=False, on_eos="set aside", stop_at_first=False, best_beam=False,
-          penalty=True, one_beam_too_few=False):
+def _beam(
+    probabilities=False,
+    copies=False,
+    on_eos="set aside",
+    stop_at_first=False,
+    best_beam=False,
+    penalty=True,
+    one_beam_too_few=False,
+):
     """decode_beam as a learner might write it, with at most one classic mistake."""
+
     def decode_beam(model, src, max_new_tokens, bos_id, eos_id, beam_size=4, length_penalty=0.0):
         memory = model.encode(src)
         beam_size = max(beam_size - 1, 1) if one_beam_too_few else beam_size
@@ -560,8 +657,10 @@ def _beam(probabilities=False, copies=False, on_eos="set aside", stop_at_first=F
             h = model.decode(tokens, memory.expand(len(beams), -1, -1), src=src.expand(len(beams), -1))
             log_probs = model.lm_head(h[:, -1]).log_softmax(-1)
             step = log_probs.exp() if probabilities else log_probs
-            candidates = sorted(((score + x, seq + [t]) for (seq, score), row in zip(beams, step.tolist())
-                                 for t, x in enumerate(row)), reverse=True)
+            candidates = sorted(
+                ((score + x, seq + [t]) for (seq, score), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+                reverse=True,
+            )
             beams = []
             for score, seq in candidates:
                 if seq[-1] == eos_id and on_eos != "extend":
@@ -583,23 +682,35 @@ def test_the_learner_style_beam_search_without_a_mistake_passes():
     assert checks.check_beam_search(_beam()).passed
 
 
-@pytest.mark.parametrize("fn, phrases", [
-    (_beam(probabilities=True), ["You add probabilities", "log-probabilities"]),
-    (_beam(copies=True), ["what greedy decoding returns", "Start from a single beam [bos_id]", "tie"]),
-    (_beam(one_beam_too_few=True), ["what greedy decoding returns", "fewer than beam_size different beams"]),
-    (_beam(on_eos="drop"), ["Candidates that end with <eos> are thrown away"]),
-    (_beam(on_eos="extend"), ["goes on after <eos>", "do not extend it"]),
-    (_beam(best_beam=True), ["You return the best live beam although hypotheses have finished"]),
-    (_beam(penalty=False), ["The length penalty is missing"]),
-    (_beam(stop_at_first=True), ["You stop at the first finished hypothesis"]),
-], ids=["summed probabilities", "beams start as copies", "one beam too few", "finished dropped", "finished extended",
-        "best live beam returned", "no length penalty", "stops at the first finished"])
+@pytest.mark.parametrize(
+    "fn, phrases",
+    [
+        (_beam(probabilities=True), ["You add probabilities", "log-probabilities"]),
+        (_beam(copies=True), ["what greedy decoding returns", "Start from a single beam [bos_id]", "tie"]),
+        (_beam(one_beam_too_few=True), ["what greedy decoding returns", "fewer than beam_size different beams"]),
+        (_beam(on_eos="drop"), ["Candidates that end with <eos> are thrown away"]),
+        (_beam(on_eos="extend"), ["goes on after <eos>", "do not extend it"]),
+        (_beam(best_beam=True), ["You return the best live beam although hypotheses have finished"]),
+        (_beam(penalty=False), ["The length penalty is missing"]),
+        (_beam(stop_at_first=True), ["You stop at the first finished hypothesis"]),
+    ],
+    ids=[
+        "summed probabilities",
+        "beams start as copies",
+        "one beam too few",
+        "finished dropped",
+        "finished extended",
+        "best live beam returned",
+        "no length penalty",
+        "stops at the first finished",
+    ],
+)
 def test_classic_beam_search_mistakes(fn, phrases):
     assert_fails_with(checks.check_beam_search(fn), *phrases)
 
 
 def test_the_beam_variant_without_a_mistake_is_the_reference():
     for seed, bias, row, k, alpha in [(0, 1.5, 0, 3, 0.0), (1, 1.0, 4, 3, 0.6), (1, 2.0, 1, 4, 0.0)]:
-        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks._SRC[row:row + 1]
+        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks._SRC[row : row + 1]
         want = tl.beam_search(model, src, 8, 1, 2, beam_size=k, length_penalty=alpha)[0][0].tokens.tolist()
         assert checks._beam_variant(model, src, 8, k, alpha) == want

@@ -27,8 +27,9 @@ def test_multi_head_attention_compiles_as_one_graph(impl):
     torch.manual_seed(0)
     mha = tl.MultiHeadAttention(32, 4, attn_impl=impl).eval()
     x = torch.randn(3, 6, 32)
-    keep = tl.combine_masks(tl.causal_mask(6), tl.padding_mask(torch.tensor([[5] * 6, [5] * 4 + [0] * 2,
-                                                                              [0] * 6]), pad_id=0))
+    keep = tl.combine_masks(
+        tl.causal_mask(6), tl.padding_mask(torch.tensor([[5] * 6, [5] * 4 + [0] * 2, [0] * 6]), pad_id=0)
+    )
     # fullgraph=True fails on any graph break, e.g. reading a tensor's value in Python (the last row is all padding:
     # its queries see no key, so the fully-masked-row repair must run inside the graph)
     compiled = torch.compile(mha, backend=BACKEND, fullgraph=True)
@@ -41,8 +42,17 @@ def test_multi_head_attention_compiles_as_one_graph(impl):
 
 def test_compiled_transformer_matches_eager_logits_and_gradients():
     torch.manual_seed(0)
-    cfg = tl.TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=32, n_heads=4, n_encoder_layers=2,
-                               n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=16)
+    cfg = tl.TransformerConfig(
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=64,
+        dropout=0.0,
+        max_len=16,
+    )
     model = tl.Transformer(cfg).train()
     src = torch.randint(4, 20, (2, 7))
     src[1, 5:] = cfg.pad_id

@@ -24,8 +24,12 @@ def test_one_argument_gives_a_slider_whose_steps_show_each_view():
 def test_several_arguments_give_a_menu_of_combinations():
     fig = precomputed(_draw, {"scale": [1, 2], "kind": ["bar", "line"]})
     buttons = fig.layout.updatemenus[0].buttons
-    assert [b.label for b in buttons] == ["scale=1, kind=bar", "scale=1, kind=line", "scale=2, kind=bar",
-                                          "scale=2, kind=line"]
+    assert [b.label for b in buttons] == [
+        "scale=1, kind=bar",
+        "scale=1, kind=line",
+        "scale=2, kind=bar",
+        "scale=2, kind=line",
+    ]
     assert buttons[3].args[0]["visible"] == [False, False, False, True] and fig.data[3].type == "scatter"
 
 
@@ -47,8 +51,9 @@ def test_html_twin_has_one_menu_per_argument_and_one_view_per_combination():
 
     from transformer_lib.book.controls import precomputed_html
 
-    out = precomputed_html(lambda n, kind: f"<b>{kind} {n}</b>", {"n": [1, 2], "kind": ["a", "b c"]},
-                           initial={"n": 2, "kind": "b c"}).data
+    out = precomputed_html(
+        lambda n, kind: f"<b>{kind} {n}</b>", {"n": [1, 2], "kind": ["a", "b c"]}, initial={"n": 2, "kind": "b c"}
+    ).data
     assert out.count("<select>") == 2 and out.count("data-view=") == 4
     # the view key is what the page's JavaScript builds: JSON.stringify of the menus' values
     key = json.dumps(["2", "b c"], separators=(",", ":")).replace('"', "&quot;")

@@ -1,12 +1,24 @@
 """Tests for transformer_lib.data: seeded tasks, the toy translation grammar, splitting and batching."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from transformer_lib.data import (
-    N_SPECIAL, Batch, PairDataset, alignment, collate_pairs, encode_pairs, make_loader, make_task, recall_task,
-    task_vocab_size, toy_translation_corpus, train_test_split, translate,
+    N_SPECIAL,
+    Batch,
+    PairDataset,
+    alignment,
+    collate_pairs,
+    encode_pairs,
+    make_loader,
+    make_task,
+    recall_task,
+    task_vocab_size,
+    toy_translation_corpus,
+    train_test_split,
+    translate,
 )
 from transformer_lib.tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID, WordTokenizer
 
@@ -47,15 +59,18 @@ def test_recall_target_is_the_first_symbol():
 
 
 # ---------------------------------------------------------------------------------------------- toy translation
-@pytest.mark.parametrize("english, frenchy", [
-    ("the cat sleeps", "le chat dort"),
-    ("the red cat sees a small house", "le chat rouge voit une maison petite"),  # adjective after the noun
-    ("the big house", None),
-    ("a green car runs", "une voiture verte court"),  # feminine agreement of the adjective
-    ("the black cats eat some white apples", "les chats noirs mangent des pommes blanches"),  # plural -s
-    ("my old girl does not like your young horses", "ma fille vieille ne aime pas tes chevaux jeunes"),
-    ("these happy mice do not wait", "ces souris heureuses ne attendent pas"),
-])
+@pytest.mark.parametrize(
+    "english, frenchy",
+    [
+        ("the cat sleeps", "le chat dort"),
+        ("the red cat sees a small house", "le chat rouge voit une maison petite"),  # adjective after the noun
+        ("the big house", None),
+        ("a green car runs", "une voiture verte court"),  # feminine agreement of the adjective
+        ("the black cats eat some white apples", "les chats noirs mangent des pommes blanches"),  # plural -s
+        ("my old girl does not like your young horses", "ma fille vieille ne aime pas tes chevaux jeunes"),
+        ("these happy mice do not wait", "ces souris heureuses ne attendent pas"),
+    ],
+)
 def test_translate_applies_the_rules(english, frenchy):
     if frenchy is None:  # a noun phrase alone is not a sentence
         with pytest.raises(ValueError, match="sentence: expected a verb at word 3, got '<end>'"):
@@ -64,14 +79,17 @@ def test_translate_applies_the_rules(english, frenchy):
         assert translate(english) == frenchy
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("cat sleeps", r"expected a determiner .* at word 0, got 'cat'"),
-    ("a cats sleep", r"expected a sg noun after 'a', got 'cats'"),
-    ("the cats sleeps", r"expected the base form of the verb at word 2, got 'sleeps'"),
-    ("the cat does not sleeps", r"expected the base form of the verb at word 4, got 'sleeps'"),
-    ("the cats does not sleep", r"expected 'do' after a pl subject, got 'does'"),
-    ("the cat sleeps the dog", r"expected the end after word 2, got 'the dog'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("cat sleeps", r"expected a determiner .* at word 0, got 'cat'"),
+        ("a cats sleep", r"expected a sg noun after 'a', got 'cats'"),
+        ("the cats sleeps", r"expected the base form of the verb at word 2, got 'sleeps'"),
+        ("the cat does not sleeps", r"expected the base form of the verb at word 4, got 'sleeps'"),
+        ("the cats does not sleep", r"expected 'do' after a pl subject, got 'does'"),
+        ("the cat sleeps the dog", r"expected the end after word 2, got 'the dog'"),
+    ],
+)
 def test_translate_rejects_sentences_outside_the_grammar(bad, message):
     with pytest.raises(ValueError, match=message):
         translate(bad)
@@ -136,7 +154,7 @@ def test_loader_yields_seeded_batches_covering_the_data():
     assert order == [b.src.tolist() for b in make_loader(pairs, batch_size=4, seed=5)]
     assert order != [b.src.tolist() for b in make_loader(pairs, batch_size=4, seed=6)]
     first = next(iter(make_loader(PairDataset(pairs), batch_size=10, shuffle=False)))
-    assert first.tgt_out[0, :len(pairs[0][1])].tolist() == pairs[0][1]
+    assert first.tgt_out[0, : len(pairs[0][1])].tolist() == pairs[0][1]
 
 
 def test_encode_pairs_uses_each_sides_tokenizer():
@@ -149,18 +167,22 @@ def test_encode_pairs_uses_each_sides_tokenizer():
         assert src_tok.decode(src_ids) == src and tgt_tok.decode(tgt_ids) == tgt
         assert UNK_ID not in src_ids + tgt_ids
 
+
 # ---------------------------------------------------------------------------------------------- errors
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: make_task("shuffle", 5), ValueError, r"name: expected one of .*'copy'.*got 'shuffle'"),
-    (lambda: make_task("copy", 0), ValueError, r"n_examples: expected a value > 0, got 0"),
-    (lambda: make_task("copy", 5, min_len=6, max_len=4), ValueError, r"min_len: expected a value <= max_len \(4\)"),
-    (lambda: make_task("copy", 5, n_symbols=0), ValueError, r"n_symbols: expected a value > 0, got 0"),
-    (lambda: make_task("copy", 2.5), TypeError, r"n_examples: expected an int, got 2.5"),
-    (lambda: recall_task(5, 0), ValueError, r"distance: expected a value > 0, got 0"),
-    (lambda: train_test_split([("a", "b"), ("c", "d")], 1.0), ValueError, r"test_fraction: expected .*\(0, 1\)"),
-    (lambda: collate_pairs([]), ValueError, r"batch: expected at least one"),
-    (lambda: make_loader([([4], [5])], batch_size=0), ValueError, r"batch_size: expected a value > 0"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: make_task("shuffle", 5), ValueError, r"name: expected one of .*'copy'.*got 'shuffle'"),
+        (lambda: make_task("copy", 0), ValueError, r"n_examples: expected a value > 0, got 0"),
+        (lambda: make_task("copy", 5, min_len=6, max_len=4), ValueError, r"min_len: expected a value <= max_len \(4\)"),
+        (lambda: make_task("copy", 5, n_symbols=0), ValueError, r"n_symbols: expected a value > 0, got 0"),
+        (lambda: make_task("copy", 2.5), TypeError, r"n_examples: expected an int, got 2.5"),
+        (lambda: recall_task(5, 0), ValueError, r"distance: expected a value > 0, got 0"),
+        (lambda: train_test_split([("a", "b"), ("c", "d")], 1.0), ValueError, r"test_fraction: expected .*\(0, 1\)"),
+        (lambda: collate_pairs([]), ValueError, r"batch: expected at least one"),
+        (lambda: make_loader([([4], [5])], batch_size=0), ValueError, r"batch_size: expected a value > 0"),
+    ],
+)
 def test_errors_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()

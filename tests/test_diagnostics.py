@@ -12,8 +12,17 @@ from transformer_lib.book import diagnostics as dg
 
 
 def _tiny(**overrides) -> tl.TransformerConfig:
-    kw = dict(src_vocab_size=20, tgt_vocab_size=20, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
-              d_ff=64, dropout=0.0, max_len=32)
+    kw = dict(
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=64,
+        dropout=0.0,
+        max_len=32,
+    )
     kw.update(overrides)
     return tl.TransformerConfig(**kw)
 
@@ -151,10 +160,18 @@ def test_heads_one_by_one_uses_the_right_rows():
     assert (dg.heads_one_by_one(swapped, x, x, x) - mha(x, x, x)[0]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("overrides", [
-    {}, {"bias": False}, {"tie_embeddings": False}, {"norm_first": True}, {"positional": "learned"},
-    {"share_src_embedding": True}, {"src_vocab_size": 30, "n_decoder_layers": 1},
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"bias": False},
+        {"tie_embeddings": False},
+        {"norm_first": True},
+        {"positional": "learned"},
+        {"share_src_embedding": True},
+        {"src_vocab_size": 30, "n_decoder_layers": 1},
+    ],
+)
 def test_parameter_count_matches_the_formula(overrides):
     cfg = _tiny(**overrides)
     counts = dg.count_parameters(tl.Transformer(cfg))

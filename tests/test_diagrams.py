@@ -5,10 +5,12 @@ import torch
 
 import transformer_lib as tl
 from transformer_lib.book import attention_diagrams as ad
-from transformer_lib.book import diagrams, flow_diagrams as fd, viz
+from transformer_lib.book import diagrams, viz
+from transformer_lib.book import flow_diagrams as fd
 
-SMALL = dict(src_vocab_size=50, tgt_vocab_size=60, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-             n_decoder_layers=3)
+SMALL = dict(
+    src_vocab_size=50, tgt_vocab_size=60, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=3
+)
 
 
 def test_block_diagram_draws_boxes_arrows_and_labels() -> None:
@@ -24,8 +26,11 @@ def test_block_diagram_draws_boxes_arrows_and_labels() -> None:
 
 
 def test_arrows_run_straight_into_a_wide_box_and_bend_when_routed() -> None:
-    boxes = [diagrams.Box("a", "a", -1, 0, width=0.5), diagrams.Box("wide", "wide", 0, 2, width=4),
-             diagrams.Box("side", "side", 3, 4, width=1)]
+    boxes = [
+        diagrams.Box("a", "a", -1, 0, width=0.5),
+        diagrams.Box("wide", "wide", 0, 2, width=4),
+        diagrams.Box("side", "side", 3, 4, width=1),
+    ]
     fig = diagrams.block_diagram(boxes, [("a", "wide"), diagrams.Arrow("a", "side", route="vh")])
     heads = [(a.ax, a.ay, a.x, a.y) for a in fig.layout.annotations if a.showarrow]
     assert heads[0] == (-1, 0.3, -1, 1.7)  # straight up at the source's x, not a diagonal to the wide box's centre
@@ -38,8 +43,9 @@ def test_arrows_run_straight_into_a_wide_box_and_bend_when_routed() -> None:
 
 def test_a_title_too_long_for_a_phone_is_broken_in_two() -> None:
     boxes = [diagrams.Box("a", "a", 0, 0)]
-    long = diagrams.block_diagram(boxes, title="The Transformer (base model): encoder (left), decoder (right)",
-                                  design_width=420)
+    long = diagrams.block_diagram(
+        boxes, title="The Transformer (base model): encoder (left), decoder (right)", design_width=420
+    )
     assert long.layout.title.text == "The Transformer (base model):<br>encoder (left), decoder (right)"
     assert long.layout.margin.t > diagrams.block_diagram(boxes, title="short", design_width=420).layout.margin.t
 
@@ -68,9 +74,18 @@ def test_figure_1_is_read_from_the_model_so_it_follows_the_config() -> None:
     hovers = {a.name: a.hovertext for a in post_fig.layout.annotations if a.name}
     assert hovers["enc_stack"] == "encoder stack × N = 2 identical layers"
     assert any(a.text == "K, V" for a in post_fig.layout.annotations)  # the encoder output into cross-attention
-    pre_fig = diagrams.transformer_diagram(tl.Transformer(tl.TransformerConfig(
-        **SMALL, norm_first=True, tie_embeddings=False, activation="gelu", positional="learned",
-        scale_embeddings=False)))
+    pre_fig = diagrams.transformer_diagram(
+        tl.Transformer(
+            tl.TransformerConfig(
+                **SMALL,
+                norm_first=True,
+                tie_embeddings=False,
+                activation="gelu",
+                positional="learned",
+                scale_embeddings=False,
+            )
+        )
+    )
     pre = _labels(pre_fig)
     assert pre.count("LayerNorm") == 2 + 3 + 2  # before each sub-layer, and one final norm per stack
     assert "Add & Norm" not in pre and pre.count("final LayerNorm") == 2
@@ -197,8 +212,10 @@ def test_kv_cache_diagram_is_read_from_real_decoding_steps() -> None:
 
 def test_every_diagram_also_draws_with_matplotlib() -> None:
     mha = tl.MultiHeadAttention(32, 4)
-    for fig in (diagrams.transformer_diagram(tl.Transformer(tl.TransformerConfig(**SMALL)), backend="matplotlib"),
-                ad.multi_head_diagram(mha, backend="matplotlib"),
-                fd.residual_diagram(tl.EncoderLayer(32, 4, 64), backend="matplotlib")):
+    for fig in (
+        diagrams.transformer_diagram(tl.Transformer(tl.TransformerConfig(**SMALL)), backend="matplotlib"),
+        ad.multi_head_diagram(mha, backend="matplotlib"),
+        fd.residual_diagram(tl.EncoderLayer(32, 4, 64), backend="matplotlib"),
+    ):
         ax = fig.axes[0]
         assert len(ax.patches) >= 8 and not any("<sup>" in t.get_text() for t in ax.texts)

@@ -26,15 +26,40 @@ def _free_port() -> int:
 
 
 def _torchrun(out: Path, nproc: int = 2) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
-                                                            "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT))
     if Path("/sys/class/net/lo").exists():
         env["GLOO_SOCKET_IFNAME"] = "lo"  # keep gloo's traffic on the loopback interface
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", f"--nproc_per_node={nproc}",
-           "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "-m", "transformer_lib.distributed",
-           "--task", ARGS["task"], "--steps", str(ARGS["steps"]), "--global-batch", str(ARGS["global_batch"]),
-           "--lr", str(ARGS["lr"]), "--seed", str(ARGS["seed"]), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        f"--nproc_per_node={nproc}",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(_free_port()),
+        "-m",
+        "transformer_lib.distributed",
+        "--task",
+        ARGS["task"],
+        "--steps",
+        str(ARGS["steps"]),
+        "--global-batch",
+        str(ARGS["global_batch"]),
+        "--lr",
+        str(ARGS["lr"]),
+        "--seed",
+        str(ARGS["seed"]),
+        "--out",
+        str(out),
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -54,8 +54,11 @@ def test_masks_follow_true_means_may_attend():
     assert both.shape == (2, 1, 3, 3) and both[1, 0].tolist() == [[True, False, False]] * 3
     assert tl.combine_masks(None, None) is None
     assert torch.equal(tl.decoder_mask(ids), both)  # the decoder's mask, used by both decoding families
-    model = tl.DecoderOnlyModel(tl.TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=8, n_heads=2,
-                                                     n_encoder_layers=0, n_decoder_layers=1, d_ff=8))
+    model = tl.DecoderOnlyModel(
+        tl.TransformerConfig(
+            src_vocab_size=8, tgt_vocab_size=8, d_model=8, n_heads=2, n_encoder_layers=0, n_decoder_layers=1, d_ff=8
+        )
+    )
     assert torch.equal(model.mask(ids), both)
 
 

@@ -25,9 +25,15 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "submissions"
 def test_find_submissions_and_assignment_names(tmp_path):
     found = grade.find_submissions(FIXTURES)
     assert [(s, p.name) for s, p in found] == [
-        ("alice", "03_attention.ipynb"), ("bob", "03_attention.ipynb"), ("carol", "02_positional_encoding.ipynb"),
-        ("carol", "04_masks.ipynb"), ("dave", "01_tokenizer.ipynb"), ("dave", "03_attention.ipynb"),
-        ("erin", "04_masks.ipynb"), ("erin", "notes.ipynb")]
+        ("alice", "03_attention.ipynb"),
+        ("bob", "03_attention.ipynb"),
+        ("carol", "02_positional_encoding.ipynb"),
+        ("carol", "04_masks.ipynb"),
+        ("dave", "01_tokenizer.ipynb"),
+        ("dave", "03_attention.ipynb"),
+        ("erin", "04_masks.ipynb"),
+        ("erin", "notes.ipynb"),
+    ]
     assert assignment_for(Path("x/03_attention (1).ipynb")).id == "03_attention"
     assert assignment_for(Path("x/attention.ipynb")) is None
     with pytest.raises(NotADirectoryError):
@@ -42,7 +48,7 @@ def test_a_recording_is_read_only_from_a_single_line_with_the_nonce():
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
         return grade._read_recording(cell, marker)
 
-    assert printed(f"scratch\n{marker}{{\"format\": 1}}\n") == ('{"format": 1}', "")
+    assert printed(f'scratch\n{marker}{{"format": 1}}\n') == ('{"format": 1}', "")
     assert printed(f"{RESULT_MARKER}{{}}\n")[0] is None  # no nonce: ignored
     text, why = printed(f"{marker}{{}}\n{marker}{{}}\n")  # the notebook printed an imitation as well
     assert text is None and "more than one" in why
@@ -58,9 +64,14 @@ def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
     assert code == 0 and "Graded 3 notebooks of 3 students: 0/7 exercises pass" in capsys.readouterr().out
     rows = list(csv.DictReader(open(tmp_path / "out" / "g.csv", encoding="utf-8")))
     assert [(r["student"], r["exercise"], r["passed"]) for r in rows] == [
-        ("dave", "build_vocab", "0"), ("dave", "encode", "0"), ("dave", "pad_sequences", "0"),
-        ("erin", "-", "0"), ("frank", "padding_mask", "0"), ("frank", "causal_mask", "0"),
-        ("frank", "decoder_mask", "0")]
+        ("dave", "build_vocab", "0"),
+        ("dave", "encode", "0"),
+        ("dave", "pad_sequences", "0"),
+        ("erin", "-", "0"),
+        ("frank", "padding_mask", "0"),
+        ("frank", "causal_mask", "0"),
+        ("frank", "decoder_mask", "0"),
+    ]
     assert all("could not be read" in r["message"] for r in rows if r["student"] != "erin")
     assert "Unknown assignment file name 'notes.ipynb'" in rows[3]["message"]
     feedback = (tmp_path / "out" / "feedback" / "dave.md").read_text()
@@ -68,21 +79,28 @@ def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
     assert grade.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "g.csv")]) == 2
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(cell_timeout=0), "cell_timeout: expected a number of seconds >= 1, got 0"),
-    (dict(cell_timeout="60"), "cell_timeout: expected a number of seconds >= 1, got '60'"),
-    (dict(grace=-1), "grace: expected a number of seconds >= 0.1, got -1"),
-    (dict(time_limit=float("nan")), "time_limit: expected a number of seconds >= 0, got nan"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(cell_timeout=0), "cell_timeout: expected a number of seconds >= 1, got 0"),
+        (dict(cell_timeout="60"), "cell_timeout: expected a number of seconds >= 1, got '60'"),
+        (dict(grace=-1), "grace: expected a number of seconds >= 0.1, got -1"),
+        (dict(time_limit=float("nan")), "time_limit: expected a number of seconds >= 0, got nan"),
+    ],
+)
 def test_bad_time_limits_name_themselves(kw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         grade.grade_notebook(FIXTURES / "alice" / "03_attention.ipynb", **kw)
 
 
 def test_feedback_lists_results_details_and_tiered_hints(tmp_path):
-    g = grade.GradedNotebook("zoe", "03_attention", tmp_path, [
-        CheckResult("attention", False, "The weights differ.", "Expected 1\nGot 2", ("First.", "Second."))],
-        ["Cell 4 raised ValueError: bad"])
+    g = grade.GradedNotebook(
+        "zoe",
+        "03_attention",
+        tmp_path,
+        [CheckResult("attention", False, "The weights differ.", "Expected 1\nGot 2", ("First.", "Second."))],
+        ["Cell 4 raised ValueError: bad"],
+    )
     text = grade.feedback_markdown("zoe", [g])
     assert text.startswith("# Feedback for zoe\n") and "| 03_attention | attention | FAIL |" in text
     assert "## 03_attention: 0 of 1 exercises pass" in text and "```text\nExpected 1\nGot 2\n```" in text
@@ -111,9 +129,21 @@ def row(rows, student, assignment, exercise):
 def test_csv_has_one_row_per_exercise(graded):
     rows, _ = graded
     assert rows[0][:5] == ["student", "assignment", "exercise", "passed", "message"]  # then the gradebook's columns
-    expected = sum(len(ASSIGNMENTS[a].exercises) for a in
-                   ("03_attention", "03_attention", "02_positional_encoding", "04_masks", "01_tokenizer",
-                    "03_attention", "04_masks")) + 1  # + the unknown notebook
+    expected = (
+        sum(
+            len(ASSIGNMENTS[a].exercises)
+            for a in (
+                "03_attention",
+                "03_attention",
+                "02_positional_encoding",
+                "04_masks",
+                "01_tokenizer",
+                "03_attention",
+                "04_masks",
+            )
+        )
+        + 1
+    )  # + the unknown notebook
     assert len(rows) - 1 == expected
 
 
@@ -139,8 +169,11 @@ def test_an_endless_loop_is_stopped_and_grading_goes_on(graded):
 @pytest.mark.slow
 def test_a_syntax_error_fails_only_what_depends_on_it(graded):
     rows, feedback = graded
-    assert [row(rows, "carol", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == \
-        ["1", "0", "0"]
+    assert [row(rows, "carol", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == [
+        "1",
+        "0",
+        "0",
+    ]
     assert "make_causal_mask is not defined" in row(rows, "carol", "04_masks", "causal_mask")[4]
     assert "NameError" in row(rows, "carol", "04_masks", "decoder_mask")[4]
     assert "raised SyntaxError" in (feedback / "carol.md").read_text()
@@ -153,15 +186,21 @@ def test_raising_and_unreadable_submissions(graded):
     assert r[3] == "0" and "attention raised RuntimeError" in r[4]
     text = (feedback / "dave.md").read_text()
     assert "scores = q @ k.T" in text and "k.transpose(-2, -1)" in text  # the failing line and the detailed hint
-    assert all(row(rows, "dave", "01_tokenizer", e)[3] == "0" and "could not be read" in
-               row(rows, "dave", "01_tokenizer", e)[4] for e in ("build_vocab", "encode", "pad_sequences"))
+    assert all(
+        row(rows, "dave", "01_tokenizer", e)[3] == "0"
+        and "could not be read" in row(rows, "dave", "01_tokenizer", e)[4]
+        for e in ("build_vocab", "encode", "pad_sequences")
+    )
 
 
 @pytest.mark.slow
 def test_missing_cells_and_unknown_names(graded):
     rows, feedback = graded
-    assert [row(rows, "erin", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == \
-        ["1", "1", "0"]
+    assert [row(rows, "erin", "04_masks", e)[3] for e in ("padding_mask", "causal_mask", "decoder_mask")] == [
+        "1",
+        "1",
+        "0",
+    ]
     assert "make_decoder_mask is not defined" in row(rows, "erin", "04_masks", "decoder_mask")[4]
     assert row(rows, "erin", "notes", "-")[3] == "0"
     assert sorted(p.name for p in feedback.iterdir()) == ["alice.md", "bob.md", "carol.md", "dave.md", "erin.md"]
@@ -172,9 +211,13 @@ def test_missing_cells_and_unknown_names(graded):
 # --------------------------------------------------------------------------------------------------------------
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile"
 _CELL_TIMEOUT = 8
-needs_namespaces = pytest.mark.skipif(not sandbox.namespaces_available(), reason=(
-    "kernels cannot run in mount and PID namespaces here (not root, or no unshare/setpriv): the fallback does not "
-    "hide other students' files or catch a process that clears its environment"))
+needs_namespaces = pytest.mark.skipif(
+    not sandbox.namespaces_available(),
+    reason=(
+        "kernels cannot run in mount and PID namespaces here (not root, or no unshare/setpriv): the fallback does not "
+        "hide other students' files or catch a process that clears its environment"
+    ),
+)
 
 
 def _library_digest():
@@ -212,8 +255,12 @@ def _passed(g):
 
 
 def _cell_number(student, needle):
-    nb = nbformat.read(HOSTILE / student / "03_attention.ipynb" if (HOSTILE / student / "03_attention.ipynb").exists()
-                       else HOSTILE / student / "04_masks.ipynb", as_version=4)
+    nb = nbformat.read(
+        HOSTILE / student / "03_attention.ipynb"
+        if (HOSTILE / student / "03_attention.ipynb").exists()
+        else HOSTILE / student / "04_masks.ipynb",
+        as_version=4,
+    )
     (number,) = [i for i, c in enumerate(nb.cells, start=1) if c.cell_type == "code" and needle in c.source]
     return number
 
@@ -222,7 +269,8 @@ def _cell_number(student, needle):
 def test_a_reference_call_passes_on_its_numbers_and_is_flagged(hostile):
     (result,) = hostile[0]["ref"].results
     assert result.passed and result.flags == [
-        "uses the library's reference tl.scaled_dot_product_attention: the teacher decides"]
+        "uses the library's reference tl.scaled_dot_product_attention: the teacher decides"
+    ]
     (honest,) = hostile[0]["hung"].results
     assert honest.flags == []
 
@@ -259,8 +307,10 @@ def test_a_cell_that_ignores_interrupts_is_killed_and_named(hostile):
     g = hostile[0]["hung"]
     number = _cell_number("hung", "except BaseException")
     assert _passed(g) == [True]
-    assert any(p.startswith(f"Cell {number} did not finish within {_CELL_TIMEOUT} s and did not answer the "
-                            "interrupt") for p in g.problems), g.problems
+    assert any(
+        p.startswith(f"Cell {number} did not finish within {_CELL_TIMEOUT} s and did not answer the interrupt")
+        for p in g.problems
+    ), g.problems
     n_cells = sum(c.cell_type == "code" for c in nbformat.read(HOSTILE / "hung" / "03_attention.ipynb", 4).cells)
     assert g.seconds < _CELL_TIMEOUT * (n_cells + 1) + grade._SLACK  # the bound grade_notebook promises
 

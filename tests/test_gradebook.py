@@ -42,7 +42,10 @@ def test_points_are_set_in_the_registry_and_extensions_are_extra_credit():
     assert {a: ASSIGNMENTS[a].max_points for a in ASSIGNMENTS} == {a: 10 for a in ASSIGNMENTS}
     decoder = ASSIGNMENTS["06_decoder"]
     assert [(ex.name, ex.points, ex.extension) for ex in decoder.exercises] == [
-        ("decoder_layer", 5, False), ("greedy_decode", 5, False), ("beam_search", 5, True)]
+        ("decoder_layer", 5, False),
+        ("greedy_decode", 5, False),
+        ("beam_search", 5, True),
+    ]
     assert decoder.exercise("beam_search").extension and decoder.exercise("nope") is None
     for bad in (0, -1, "2", True):
         with pytest.raises(ValueError, match=r"points: expected a number > 0 for check_f, got"):
@@ -56,8 +59,12 @@ def test_lms_bulk_download_names():
     a3, a4 = ASSIGNMENTS["03_attention"], ASSIGNMENTS["04_masks"]
     assert parse_lms_name("smithjohn_123_03_attention.ipynb") == ("smithjohn", "123", False, a3)
     assert parse_lms_name("smithjohn_late_123_456_04_masks-1.ipynb") == ("smithjohn", "123", True, a4)  # Canvas
-    assert parse_lms_name("John Smith_4711_assignsubmission_file_03_attention.ipynb") == ("John Smith", "4711",
-                                                                                          False, a3)  # Moodle
+    assert parse_lms_name("John Smith_4711_assignsubmission_file_03_attention.ipynb") == (
+        "John Smith",
+        "4711",
+        False,
+        a3,
+    )  # Moodle
     assert parse_lms_name("smithjohn_123_456_03_attention (1).ipynb")[3] is a3
     for not_lms in ("03_attention.ipynb", "smithjohn_123_notes.ipynb", "smithjohn_03_attention.ipynb"):
         assert parse_lms_name(not_lms) is None, not_lms
@@ -85,16 +92,25 @@ def messy_class(tmp_path):
     touch(c / "Jim Beam_4711_assignsubmission_file_" / "03_attention.ipynb", 1_000)  # Moodle's download in folders
     touch(c / "__MACOSX" / "._smithjohn_123_03_attention.ipynb", 1_000)
     touch(c / "._doejane_77_03_attention.ipynb", 1_000)
-    (tmp_path / "roster.csv").write_text("student,lms_id,lms_name\nJohn Smith,123,\nJane Doe,,DoeJane\n"
-                                         "Alice A.,,alice\nJames Beam,4711,\n", encoding="utf-8")
+    (tmp_path / "roster.csv").write_text(
+        "student,lms_id,lms_name\nJohn Smith,123,\nJane Doe,,DoeJane\nAlice A.,,alice\nJames Beam,4711,\n",
+        encoding="utf-8",
+    )
     return c
 
 
 def test_student_folders_lms_names_and_the_rule_for_duplicates(messy_class):
     found = {(s.student, s.assignment): s for s in collect_submissions(messy_class)}
     assert sorted(found) == [
-        ("Jim Beam", "03_attention"), ("alice", "03_attention"), ("bob", "03_attention"), ("carol", "04_masks"),
-        ("doejane", "03_attention"), ("readme", "readme"), ("smithjohn", "03_attention"), ("smithjohn", "04_masks")]
+        ("Jim Beam", "03_attention"),
+        ("alice", "03_attention"),
+        ("bob", "03_attention"),
+        ("carol", "04_masks"),
+        ("doejane", "03_attention"),
+        ("readme", "readme"),
+        ("smithjohn", "03_attention"),
+        ("smithjohn", "04_masks"),
+    ]
     alice, bob, carol = found["alice", "03_attention"], found["bob", "03_attention"], found["carol", "04_masks"]
     assert alice.path.name == "03_attention (1).ipynb" and [p.name for p in alice.others] == ["03_attention.ipynb"]
     assert "not graded: 03_attention.ipynb" in alice.notes[-1] and "most recently modified of 2" in alice.notes[-1]
@@ -116,12 +132,15 @@ def test_a_roster_maps_lms_ids_and_names_and_folder_names(messy_class, tmp_path)
     assert found["Jane Doe", "03_attention"].notes == ()
 
 
-@pytest.mark.parametrize("text, message", [
-    ("name,lms_id\nJohn,1\n", "expected a CSV whose header has 'student'"),
-    ("student,email\nJohn,j@x\n", "'lms_id' and/or 'lms_name'"),
-    ("student,lms_id\nJohn,1\nJane,1\n", "'1' on line 3 .* maps to both 'John' and 'Jane'"),
-    ("student,lms_id\n,1\n", "line 2 .* has no student name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name,lms_id\nJohn,1\n", "expected a CSV whose header has 'student'"),
+        ("student,email\nJohn,j@x\n", "'lms_id' and/or 'lms_name'"),
+        ("student,lms_id\nJohn,1\nJane,1\n", "'1' on line 3 .* maps to both 'John' and 'Jane'"),
+        ("student,lms_id\n,1\n", "line 2 .* has no student name"),
+    ],
+)
 def test_a_bad_roster_is_refused_with_the_reason(tmp_path, text, message):
     (tmp_path / "r.csv").write_text(text)
     with pytest.raises(ValueError, match=f"roster: .*{message}"):
@@ -140,14 +159,46 @@ def graded_class(tmp_path):
 
     g = grade.GradedNotebook
     return [
-        g("zoe", "03_attention", tmp_path / "a.ipynb", [result("attention", True)], [], "zoe/03_attention (1).ipynb",
-          "ab" * 32, ["Graded 03_attention (1).ipynb, the most recently modified of 2 files."]),
-        g("zoe", "06_decoder", tmp_path / "b.ipynb",
-          [result("decoder_layer", True, ["calls tl.DecoderLayer: the teacher decides"]),
-           result("greedy_decode", False), result("beam_search", True)], [], "zoe/06_decoder.ipynb", "cd" * 32),
-        g("yan", "03_attention", tmp_path / "c.ipynb", [result("attention", False)], ["Cell 4 raised ValueError"],
-          "yan_7_03_attention.ipynb", "ef" * 32),
-        g("erin", "notes", tmp_path / "d.ipynb", [], ["Unknown assignment file name 'notes.ipynb'."], "erin/notes.ipynb"),
+        g(
+            "zoe",
+            "03_attention",
+            tmp_path / "a.ipynb",
+            [result("attention", True)],
+            [],
+            "zoe/03_attention (1).ipynb",
+            "ab" * 32,
+            ["Graded 03_attention (1).ipynb, the most recently modified of 2 files."],
+        ),
+        g(
+            "zoe",
+            "06_decoder",
+            tmp_path / "b.ipynb",
+            [
+                result("decoder_layer", True, ["calls tl.DecoderLayer: the teacher decides"]),
+                result("greedy_decode", False),
+                result("beam_search", True),
+            ],
+            [],
+            "zoe/06_decoder.ipynb",
+            "cd" * 32,
+        ),
+        g(
+            "yan",
+            "03_attention",
+            tmp_path / "c.ipynb",
+            [result("attention", False)],
+            ["Cell 4 raised ValueError"],
+            "yan_7_03_attention.ipynb",
+            "ef" * 32,
+        ),
+        g(
+            "erin",
+            "notes",
+            tmp_path / "d.ipynb",
+            [],
+            ["Unknown assignment file name 'notes.ipynb'."],
+            "erin/notes.ipynb",
+        ),
     ]
 
 
@@ -167,8 +218,17 @@ def test_the_per_exercise_sheet_has_points_optional_flags_file_and_hash(tmp_path
     assert zoe["note"].startswith("Graded 03_attention (1).ipynb")
     erin = by["erin", "-"]
     assert (erin["points"], erin["max_points"]) == ("0", "0") and "Unknown assignment" in erin["message"]
-    assert set(written) == {tmp_path / "out" / n for n in ("grades.csv", "grades_totals.csv", "feedback/erin.md",
-                                                            "feedback/yan.md", "feedback/zoe.md", "grades.sha256")}
+    assert set(written) == {
+        tmp_path / "out" / n
+        for n in (
+            "grades.csv",
+            "grades_totals.csv",
+            "feedback/erin.md",
+            "feedback/yan.md",
+            "feedback/zoe.md",
+            "grades.sha256",
+        )
+    }
 
 
 def test_the_totals_sheet_counts_optional_points_as_extra_not_in_the_maximum(tmp_path):
@@ -198,8 +258,12 @@ def test_the_manifest_holds_each_files_sha256_and_sha256sum_accepts_it(tmp_path)
         assert subprocess.run(["sha256sum", "--quiet", "-c", "grades.sha256"], cwd=tmp_path).returncode == 0
         with open(tmp_path / "grades_totals.csv", "a") as f:
             f.write("mallory,10,10,0,20,20\n")  # changed afterwards: the check says so
-        assert subprocess.run(["sha256sum", "--quiet", "-c", "grades.sha256"], cwd=tmp_path,
-                              capture_output=True).returncode != 0
+        assert (
+            subprocess.run(
+                ["sha256sum", "--quiet", "-c", "grades.sha256"], cwd=tmp_path, capture_output=True
+            ).returncode
+            != 0
+        )
     assert not list(tmp_path.rglob("*.tmp"))  # atomic writes leave no temporary file
 
 
@@ -237,13 +301,24 @@ def test_written_answers_one_row_per_question(tmp_path):
     solution = nbformat.read(ROOT / "assignments" / "03_attention.ipynb", as_version=4)
     (cell,) = [c for c in solution.cells if "answer" in c.metadata.get("tags", [])]
     teacher = cell.source.split(BEGIN)[1].split(END)[0].strip()
-    graded = [answered(tmp_path, "ann", teacher), answered(tmp_path, "ben", "Both are about the scores."),
-              answered(tmp_path, "cid"), answered(tmp_path, "dee", "1. NaN.\n2. The last axis,\n   the keys.", True)]
+    graded = [
+        answered(tmp_path, "ann", teacher),
+        answered(tmp_path, "ben", "Both are about the scores."),
+        answered(tmp_path, "cid"),
+        answered(tmp_path, "dee", "1. NaN.\n2. The last axis,\n   the keys.", True),
+    ]
     graded.append(grade.GradedNotebook("eve", "03_attention", tmp_path / "missing.ipynb"))
     rows = gradebook.answer_rows(graded, TEMPLATES)
     got = [(r["student"], r["question"], r["answer"], r["max_points"]) for r in rows]
-    assert [g[:2] for g in got] == [("ann", "1"), ("ann", "2"), ("ben", "1-2"), ("cid", "1-2"), ("dee", "1"),
-                                    ("dee", "2"), ("eve", "1-2")]
+    assert [g[:2] for g in got] == [
+        ("ann", "1"),
+        ("ann", "2"),
+        ("ben", "1-2"),
+        ("cid", "1-2"),
+        ("dee", "1"),
+        ("dee", "2"),
+        ("eve", "1-2"),
+    ]
     assert got[0][2].startswith("NaN") and got[0][3] == 1 and got[1][2].startswith("Over the keys")
     assert got[2][2:] == ("Both are about the scores.", 2) and got[3][2] == "" and got[6][2] == ""
     assert got[4][2] == "NaN." and got[5][2] == "The last axis, the keys."  # matched by its heading, not its id
@@ -253,18 +328,25 @@ def test_written_answers_one_row_per_question(tmp_path):
 
 
 def test_a_students_text_cannot_become_a_spreadsheet_formula_or_a_path(tmp_path):
-    graded = [answered(tmp_path, "ann", '=HYPERLINK("http://x", "click")'), answered(tmp_path, "eve", "+1"),
-              answered(tmp_path, "bob", "- a list item")]
+    graded = [
+        answered(tmp_path, "ann", '=HYPERLINK("http://x", "click")'),
+        answered(tmp_path, "eve", "+1"),
+        answered(tmp_path, "bob", "- a list item"),
+    ]
     graded[1].student = "../../etc/evil\nname"  # a name from a teacher's roster
     broken = tmp_path / "broken.ipynb"
     broken.write_text('{"cells": [{"cell_type": "markdown", "source": 3}, "junk"], "nbformat": 4}')
     graded.append(grade.GradedNotebook("cy", "03_attention", broken))
     gradebook.write_gradebook(tmp_path / "out" / "grades.csv", graded, templates=TEMPLATES)
     answers = {r["student"]: r["answer"] for r in read_csv(tmp_path / "out" / "grades_answers.csv")}
-    assert answers["ann"] == "'=HYPERLINK(\"http://x\", \"click\")" and answers["../../etc/evil\nname"] == "'+1"
+    assert answers["ann"] == '\'=HYPERLINK("http://x", "click")' and answers["../../etc/evil\nname"] == "'+1"
     assert answers["bob"] == "'- a list item" and answers["cy"] == ""
     assert sorted(p.name for p in (tmp_path / "out" / "feedback").iterdir()) == [
-        "_.._etc_evil_name.md", "ann.md", "bob.md", "cy.md"]
+        "_.._etc_evil_name.md",
+        "ann.md",
+        "bob.md",
+        "cy.md",
+    ]
     assert [r["exercise"] for r in read_csv(tmp_path / "out" / "grades.csv")] == ["-"] * 4  # a lone dash stays
 
 
@@ -281,20 +363,42 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
     os.utime(c / "alice" / "03_attention (1).ipynb", (1_000, 1_000))  # the older copy: not graded
     (tmp_path / "roster.csv").write_text("student,lms_id\nJohn Smith,123\nAlice,\n")
     out = tmp_path / "out" / "grades.csv"
-    code = grade.main([str(c), "--out", str(out), "--roster", str(tmp_path / "roster.csv"), "--jobs", "2",
-                       "--no-progress", "--timeout", "30", "--check-time-limit", "5"])
+    code = grade.main(
+        [
+            str(c),
+            "--out",
+            str(out),
+            "--roster",
+            str(tmp_path / "roster.csv"),
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--timeout",
+            "30",
+            "--check-time-limit",
+            "5",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     rows = read_csv(out)
     assert [(r["student"], r["passed"], r["points"], r["file_name"]) for r in rows] == [
-        ("alice", "1", "10", "alice/03_attention.ipynb"), ("John Smith", "0", "0", "smithjohn_123_03_attention.ipynb")]
+        ("alice", "1", "10", "alice/03_attention.ipynb"),
+        ("John Smith", "0", "0", "smithjohn_123_03_attention.ipynb"),
+    ]
     assert rows[0]["sha256"] == hashlib.sha256((c / "alice" / "03_attention.ipynb").read_bytes()).hexdigest()
     assert "not graded: 03_attention (1).ipynb" in rows[0]["note"] and "not in the roster" in rows[0]["note"]
     assert [list(r.values()) for r in read_csv(tmp_path / "out" / "grades_totals.csv")] == [
-        ["alice", "10", "0", "10", "10"], ["John Smith", "0", "0", "0", "10"]]
+        ["alice", "10", "0", "10", "10"],
+        ["John Smith", "0", "0", "0", "10"],
+    ]
     answers = read_csv(tmp_path / "out" / "grades_answers.csv")
-    assert [(r["student"], r["question"]) for r in answers] == [("alice", "1"), ("alice", "2"), ("John Smith", "1"),
-                                                               ("John Smith", "2")]
+    assert [(r["student"], r["question"]) for r in answers] == [
+        ("alice", "1"),
+        ("alice", "2"),
+        ("John Smith", "1"),
+        ("John Smith", "2"),
+    ]
     assert answers[0]["answer"].startswith("NaN")
     assert "not graded: 03_attention (1).ipynb" in (tmp_path / "out" / "feedback" / "alice.md").read_text()
     for line in (tmp_path / "out" / "grades.sha256").read_text().splitlines():

@@ -27,45 +27,79 @@ def test_solutions_and_starters_raise_no_flag(folder, aid):
     assert all(f == [] for f in found.values()), found
 
 
-@pytest.mark.parametrize("code, flag", [
-    ("def attention(q, k, v, mask=None):\n    return tl.scaled_dot_product_attention(q, k, v, mask)",
-     "uses the library's reference tl.scaled_dot_product_attention"),
-    ("def attention(q, k, v, mask=None):\n    return F.scaled_dot_product_attention(q, k, v)",
-     "uses PyTorch's F.scaled_dot_product_attention"),
-    ("from transformer_lib.attention import scaled_dot_product_attention as sdpa\n"
-     "def attention(q, k, v, mask=None):\n    return sdpa(q, k, v)",
-     "uses the library's reference tl.attention.scaled_dot_product_attention"),
-    ("ref = tl.scaled_dot_product_attention\ndef helper(q, k, v):\n    return ref(q, k, v)\n"
-     "def attention(q, k, v, mask=None):\n    return helper(q, k, v)",
-     "uses the library's reference tl.scaled_dot_product_attention"),  # through an alias and a helper
-    ("def attention(q, k, v, mask=None):\n    m = nn.MultiheadAttention(8, 2)\n    return m(q, k, v)",
-     "uses PyTorch's nn.MultiheadAttention"),
-    ("def attention(q, k, v, mask=None):\n    return eval('tl.' + 'scaled_dot_product_attention')(q, k, v)",
-     "uses dynamic code (eval)"),
-    ("def attention(q, k, v, mask=None):\n    return getattr(tl, 'scaled_dot_product_attention')(q, k, v)",
-     "uses getattr on the module tl"),
-    ("import importlib\ndef attention(q, k, v, mask=None):\n    return importlib.import_module('x').f(q)",
-     "imports by name at run time (importlib)"),
-    ("from transformer_lib.classroom.checks import core\ncore._CHECKS.clear()\n"
-     "def attention(q, k, v, mask=None):\n    return q", "reaches into the checks (_CHECKS)"),
-    ("tl.scaled_dot_product_attention = print\ndef attention(q, k, v, mask=None):\n    return q",
-     "changes the module transformer_lib (assigns to .scaled_dot_product_attention)"),
-])
+@pytest.mark.parametrize(
+    "code, flag",
+    [
+        (
+            "def attention(q, k, v, mask=None):\n    return tl.scaled_dot_product_attention(q, k, v, mask)",
+            "uses the library's reference tl.scaled_dot_product_attention",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    return F.scaled_dot_product_attention(q, k, v)",
+            "uses PyTorch's F.scaled_dot_product_attention",
+        ),
+        (
+            "from transformer_lib.attention import scaled_dot_product_attention as sdpa\n"
+            "def attention(q, k, v, mask=None):\n    return sdpa(q, k, v)",
+            "uses the library's reference tl.attention.scaled_dot_product_attention",
+        ),
+        (
+            "ref = tl.scaled_dot_product_attention\ndef helper(q, k, v):\n    return ref(q, k, v)\n"
+            "def attention(q, k, v, mask=None):\n    return helper(q, k, v)",
+            "uses the library's reference tl.scaled_dot_product_attention",
+        ),  # through an alias and a helper
+        (
+            "def attention(q, k, v, mask=None):\n    m = nn.MultiheadAttention(8, 2)\n    return m(q, k, v)",
+            "uses PyTorch's nn.MultiheadAttention",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    return eval('tl.' + 'scaled_dot_product_attention')(q, k, v)",
+            "uses dynamic code (eval)",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    return getattr(tl, 'scaled_dot_product_attention')(q, k, v)",
+            "uses getattr on the module tl",
+        ),
+        (
+            "import importlib\ndef attention(q, k, v, mask=None):\n    return importlib.import_module('x').f(q)",
+            "imports by name at run time (importlib)",
+        ),
+        (
+            "from transformer_lib.classroom.checks import core\ncore._CHECKS.clear()\n"
+            "def attention(q, k, v, mask=None):\n    return q",
+            "reaches into the checks (_CHECKS)",
+        ),
+        (
+            "tl.scaled_dot_product_attention = print\ndef attention(q, k, v, mask=None):\n    return q",
+            "changes the module transformer_lib (assigns to .scaled_dot_product_attention)",
+        ),
+    ],
+)
 def test_flags(code, flag):
     found = flags_of(code)
     assert any(f.startswith(flag) and f.endswith(": the teacher decides") for f in found), found
 
 
 def test_what_is_not_a_reference_call():
-    code = ("ref = tl.scaled_dot_product_attention  # defined, never used by the answer\n"
-            "def attention(q: torch.Tensor, k, v, mask=None) -> tl.Transformer:  # annotations call nothing\n"
-            "    ref = 1  # a local name that shadows the top-level alias\n"
-            "    return (q @ k.transpose(-2, -1)).softmax(-1) @ v, tl.PAD_ID")
+    code = (
+        "ref = tl.scaled_dot_product_attention  # defined, never used by the answer\n"
+        "def attention(q: torch.Tensor, k, v, mask=None) -> tl.Transformer:  # annotations call nothing\n"
+        "    ref = 1  # a local name that shadows the top-level alias\n"
+        "    return (q @ k.transpose(-2, -1)).softmax(-1) @ v, tl.PAD_ID"
+    )
     assert flags_of(code) == []
 
 
 def test_definitions_name_the_cells_in_order():
-    found = integrity.definitions(["import torch", "def f(): pass", "x = 1", "syntax error (", "def f(): return 2",
-                                   "class A: pass\nif True:\n    def g(): pass"])
+    found = integrity.definitions(
+        [
+            "import torch",
+            "def f(): pass",
+            "x = 1",
+            "syntax error (",
+            "def f(): return 2",
+            "class A: pass\nif True:\n    def g(): pass",
+        ]
+    )
     assert found["f"] == [1, 4] and found["x"] == [2] and found["A"] == [5] and found["g"] == [5]
     assert found["torch"] == [0]

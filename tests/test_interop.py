@@ -47,8 +47,17 @@ def test_multi_head_attention_matches_torch(dtype, batch_first, masking):
 
 
 def _torch_encoder(norm_first, activation, dtype, batch_first=True, n_layers=2, final_norm=False):
-    layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation=activation, norm_first=norm_first,
-                                       batch_first=batch_first, dtype=dtype, layer_norm_eps=1e-6)
+    layer = nn.TransformerEncoderLayer(
+        D,
+        H,
+        FF,
+        dropout=0.0,
+        activation=activation,
+        norm_first=norm_first,
+        batch_first=batch_first,
+        dtype=dtype,
+        layer_norm_eps=1e-6,
+    )
     norm = nn.LayerNorm(D, eps=1e-6, dtype=dtype) if final_norm else None
     return nn.TransformerEncoder(layer, n_layers, norm=norm, enable_nested_tensor=False).eval()
 
@@ -83,8 +92,9 @@ def test_encoder_layer_and_stack_match_torch(dtype, norm_first, activation, shap
 def test_decoder_layer_and_stack_match_torch(dtype, norm_first, activation, lengths):
     torch.manual_seed(2)
     B, T, S = lengths
-    layer = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, activation=activation, norm_first=norm_first,
-                                       batch_first=True, dtype=dtype, bias=True)
+    layer = nn.TransformerDecoderLayer(
+        D, H, FF, dropout=0.0, activation=activation, norm_first=norm_first, batch_first=True, dtype=dtype, bias=True
+    )
     norm = nn.LayerNorm(D, dtype=dtype) if norm_first else None
     theirs = nn.TransformerDecoder(layer, 2, norm=norm).eval()
     y, memory = torch.randn(B, T, D, dtype=dtype), torch.randn(B, S, D, dtype=dtype)
@@ -120,9 +130,12 @@ def test_from_torch_dispatches_on_the_module_type_and_keeps_mode():
     torch.manual_seed(4)
     layer = nn.TransformerDecoderLayer(D, H, FF, dropout=0.1, batch_first=True)
     stack = nn.TransformerDecoder(layer, 2)
-    for theirs, ours_type in ((nn.MultiheadAttention(D, H, batch_first=True), tl.MultiHeadAttention),
-                              (nn.TransformerEncoderLayer(D, H, FF, batch_first=True), tl.EncoderLayer),
-                              (layer, tl.DecoderLayer), (stack.eval(), tl.Decoder)):
+    for theirs, ours_type in (
+        (nn.MultiheadAttention(D, H, batch_first=True), tl.MultiHeadAttention),
+        (nn.TransformerEncoderLayer(D, H, FF, batch_first=True), tl.EncoderLayer),
+        (layer, tl.DecoderLayer),
+        (stack.eval(), tl.Decoder),
+    ):
         ours = tl.from_torch(theirs)
         assert type(ours) is ours_type and ours.training == theirs.training
     with pytest.raises(TypeError, match=r"module: expected one of nn.MultiheadAttention.*got Linear"):
@@ -134,10 +147,22 @@ def test_only_interop_knows_torch_parameter_names():
     import ast
     import inspect
 
-    torch_only = {"in_proj_weight", "in_proj_bias", "out_proj", "norm1", "norm2", "norm3", "multihead_attn",
-                  "_qkv_same_embed_dim", "num_heads", "embed_dim"}
+    torch_only = {
+        "in_proj_weight",
+        "in_proj_bias",
+        "out_proj",
+        "norm1",
+        "norm2",
+        "norm3",
+        "multihead_attn",
+        "_qkv_same_embed_dim",
+        "num_heads",
+        "embed_dim",
+    }
     for module in (tl.layers, tl.attention, tl.models, tl.kv_cache):
         read = {node.attr for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.Attribute)}
-        assert not read & torch_only, f"{module.__name__} reads torch's {sorted(read & torch_only)}; that is interop's job"
+        assert not read & torch_only, (
+            f"{module.__name__} reads torch's {sorted(read & torch_only)}; that is interop's job"
+        )
     read = {node.attr for node in ast.walk(ast.parse(inspect.getsource(tl.interop))) if isinstance(node, ast.Attribute)}
     assert {"in_proj_weight", "multihead_attn", "norm1"} <= read  # the check above would notice a move

@@ -39,8 +39,14 @@ def fresh(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("translator")
     command = live_translator.COMMAND.replace("book/_static/translator/model", str(out)).split()
     assert command[:3] == ["python", "-m", "transformer_lib.book.live_translator"]
-    subprocess.run([sys.executable, *command[1:]], cwd=ROOT, check=True, capture_output=True, timeout=600,
-                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+    subprocess.run(
+        [sys.executable, *command[1:]],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     return out
 
 
@@ -63,8 +69,10 @@ def test_shipped_files_are_a_fresh_export(fresh: Path, library) -> None:
     ours, theirs = live_translator.OnnxTranslator(fresh), live_translator.OnnxTranslator(SHIPPED)
     tgt = tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID)[:, :-1]
     keep = src != model.config.pad_id
-    for a, b in zip(ours.encode(src) + ours.decode(tgt, ours.encode(src)[0], keep),
-                    theirs.encode(src) + theirs.decode(tgt, theirs.encode(src)[0], keep)):
+    for a, b in zip(
+        ours.encode(src) + ours.decode(tgt, ours.encode(src)[0], keep),
+        theirs.encode(src) + theirs.decode(tgt, theirs.encode(src)[0], keep),
+    ):
         assert torch.allclose(a, b, atol=1e-6, rtol=0)
 
 
@@ -87,12 +95,14 @@ def test_graphs_match_the_library(library) -> None:
 
 
 @pytest.mark.parametrize("beam_size, length_penalty", [(4, 0.6), (2, 0.0), (6, 1.0)])
-def test_library_decoding_loops_give_the_same_tokens_on_the_graphs(library, beam_size: int,
-                                                                 length_penalty: float) -> None:
+def test_library_decoding_loops_give_the_same_tokens_on_the_graphs(
+    library, beam_size: int, length_penalty: float
+) -> None:
     model, _, src = library
     onnx = live_translator.OnnxTranslator(SHIPPED)
-    assert torch.equal(tl.greedy_decode(onnx, src, 20, BOS_ID, EOS_ID),
-                       tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID))
+    assert torch.equal(
+        tl.greedy_decode(onnx, src, 20, BOS_ID, EOS_ID), tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID)
+    )
     for row in src[:15].split(1):
         row = row[:, : int((row != 0).sum())]  # one sentence, unpadded, as the page runs it
         ours = tl.beam_search(onnx, row, 20, BOS_ID, EOS_ID, beam_size=beam_size, length_penalty=length_penalty)
@@ -100,8 +110,10 @@ def test_library_decoding_loops_give_the_same_tokens_on_the_graphs(library, beam
         assert torch.equal(ours[0][0].tokens, theirs[0][0].tokens)
         assert abs(ours[0][0].score - theirs[0][0].score) < TOL
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
-    assert torch.equal(tl.sample(onnx, src, 20, BOS_ID, EOS_ID, top_k=3, generator=g()),
-                       tl.sample(model, src, 20, BOS_ID, EOS_ID, top_k=3, generator=g()))
+    assert torch.equal(
+        tl.sample(onnx, src, 20, BOS_ID, EOS_ID, top_k=3, generator=g()),
+        tl.sample(model, src, 20, BOS_ID, EOS_ID, top_k=3, generator=g()),
+    )
 
 
 def test_page_html_loads_the_translator_from_static() -> None:

@@ -7,8 +7,17 @@ from hypothesis import strategies as st
 
 import transformer_lib as tl
 
-TINY = dict(src_vocab_size=20, tgt_vocab_size=24, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
-            d_ff=64, dropout=0.0, max_len=40)
+TINY = dict(
+    src_vocab_size=20,
+    tgt_vocab_size=24,
+    d_model=32,
+    n_heads=4,
+    n_encoder_layers=2,
+    n_decoder_layers=2,
+    d_ff=64,
+    dropout=0.0,
+    max_len=40,
+)
 
 
 def _model(seed=0, **kw):
@@ -61,8 +70,10 @@ def test_cached_and_uncached_decoding_give_identical_tokens(norm_first):
     beams = [tl.beam_search(model, SRC, 10, 1, 2, beam_size=3, n_best=2, use_cache=c) for c in (True, False)]
     for a, b in zip(*beams):
         assert [h.tokens.tolist() for h in a] == [h.tokens.tolist() for h in b]
-    draws = [tl.sample(model, SRC, 10, 1, 2, top_k=5, generator=torch.Generator().manual_seed(0), use_cache=c)
-             for c in (True, False)]
+    draws = [
+        tl.sample(model, SRC, 10, 1, 2, top_k=5, generator=torch.Generator().manual_seed(0), use_cache=c)
+        for c in (True, False)
+    ]
     assert torch.equal(*draws)
 
 

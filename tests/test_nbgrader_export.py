@@ -45,8 +45,14 @@ def test_every_exercise_is_a_solution_and_a_test_worth_its_points(course, aid):
     assert [meta(c)["grade_id"] for c in solutions] == [f"solution_{ex.name}" for ex in ASSIGNMENTS[aid].exercises]
     assert all(meta(c).get("solution") for c in nb.cells if BEGIN in c.source)  # else generate_assignment refuses
     (answers,) = [c for c in nb.cells if c.cell_type == "markdown" and meta(c).get("solution")]
-    assert meta(answers) == {"schema_version": 3, "grade": True, "solution": True, "locked": False,
-                             "grade_id": "written_answers", "points": 2}
+    assert meta(answers) == {
+        "schema_version": 3,
+        "grade": True,
+        "solution": True,
+        "locked": False,
+        "grade_id": "written_answers",
+        "points": 2,
+    }
     assert not any("solution-only" in c.metadata.get("tags", []) for c in nb.cells)
     assert all(meta(c).get("locked") for c in nb.cells if c.cell_type == "markdown" and c is not answers)
     assert (course / "nbgrader_config.py").read_text().count("c.") >= 3
@@ -80,11 +86,15 @@ def test_the_export_refuses_a_used_folder_and_a_missing_one(tmp_path):
 # --------------------------------------------------------------------------------------------------------------
 def nbgrader(course, *args):
     bin_dir = Path(sys.executable).parent  # nbgrader runs the `alembic` command when it creates its database
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
-                         timeout=600)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": "1",
+    }
+    run = subprocess.run(
+        [str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0 and "ERROR" not in run.stderr, run.stderr[-3000:]
     return run
 
@@ -103,10 +113,16 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
     buggy = nbformat.from_dict(source)
     (cell,) = [c for c in buggy.cells if c.cell_type == "code" and ".tril()" in c.source]
     cell.source = cell.source.replace(".tril()", ".triu()")  # the future instead of the past: a wrong causal mask
-    submissions = {"correct": source, "buggy": buggy,
-                   "untouched": nbformat.read(course / "release" / aid / f"{aid}.ipynb", as_version=4)}
+    submissions = {
+        "correct": source,
+        "buggy": buggy,
+        "untouched": nbformat.read(course / "release" / aid / f"{aid}.ipynb", as_version=4),
+    }
     for student, nb in submissions.items():
-        for where in (course / "submitted" / student / aid / f"{aid}.ipynb", tmp_path / "ours" / student / f"{aid}.ipynb"):
+        for where in (
+            course / "submitted" / student / aid / f"{aid}.ipynb",
+            tmp_path / "ours" / student / f"{aid}.ipynb",
+        ):
             where.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, where)
     nbgrader(course, "autograde", aid)
@@ -119,12 +135,21 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
             for g in gb.find_submission_notebook(aid, aid, student).grades:
                 if g.name.startswith("test_"):
                     theirs[student, g.name.removeprefix("test_")] = g.score
-    grade.grade_folder(tmp_path / "ours", tmp_path / "grades.csv", cell_timeout=60, time_limit=10, jobs=2,
-                       progress=False)
+    grade.grade_folder(
+        tmp_path / "ours", tmp_path / "grades.csv", cell_timeout=60, time_limit=10, jobs=2, progress=False
+    )
     with open(tmp_path / "grades.csv", encoding="utf-8", newline="") as f:
         ours = {(r["student"], r["exercise"]): float(r["points"]) for r in csv.DictReader(f)}
     assert theirs == ours
-    assert ours == {("correct", "padding_mask"): 3, ("correct", "causal_mask"): 3, ("correct", "decoder_mask"): 4,
-                    ("buggy", "padding_mask"): 3, ("buggy", "causal_mask"): 0, ("buggy", "decoder_mask"): 0,
-                    ("untouched", "padding_mask"): 0, ("untouched", "causal_mask"): 0, ("untouched", "decoder_mask"): 0}
+    assert ours == {
+        ("correct", "padding_mask"): 3,
+        ("correct", "causal_mask"): 3,
+        ("correct", "decoder_mask"): 4,
+        ("buggy", "padding_mask"): 3,
+        ("buggy", "causal_mask"): 0,
+        ("buggy", "decoder_mask"): 0,
+        ("untouched", "padding_mask"): 0,
+        ("untouched", "causal_mask"): 0,
+        ("untouched", "decoder_mask"): 0,
+    }
     print(f"nbgrader round trip: {time.perf_counter() - start:.0f} s")

@@ -71,8 +71,11 @@ def test_the_book_has_notebooks() -> None:
 def test_committed_without_outputs(path: Path) -> None:
     nb = _read(path)
     nbformat.validate(nb)
-    dirty = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-             and (cell.outputs or cell.execution_count is not None)]
+    dirty = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)
+    ]
     assert not dirty, f"cells {dirty} carry outputs or execution counts: clear them before committing"
     assert "widgets" not in nb.metadata, "saved widget state: clear outputs (the build stores fresh state)"
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3", "kernel must be 'python3'"
@@ -89,8 +92,9 @@ def test_chapter_imports_the_library_and_fixes_seeds(path: Path) -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 imported.add(node.module.split(".")[0])
     assert "transformer_lib" in imported, "a chapter must import transformer_lib (as tl)"
-    assert any(SEED_CALL.search(source) for _, source in _code(nb)), \
+    assert any(SEED_CALL.search(source) for _, source in _code(nb)), (
         "a chapter must fix its seeds: call tl.seed_everything(...) or torch.manual_seed(...)"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
@@ -98,11 +102,15 @@ def test_chapter_does_not_redefine_library_names(path: Path) -> None:
     clashes = []
     for i, source in _code(_read(path)):
         for node in _parse(source).body:  # top level of the cell
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                    and node.name in _library_names():
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.name in _library_names()
+            ):
                 clashes.append(f"cell {i}: {node.name}")
-    assert not clashes, (f"{clashes} shadow names that transformer_lib exports: use the library's, or give a "
-                         "from-scratch version its own name (e.g. attention_from_scratch) and compare")
+    assert not clashes, (
+        f"{clashes} shadow names that transformer_lib exports: use the library's, or give a "
+        "from-scratch version its own name (e.g. attention_from_scratch) and compare"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
@@ -116,7 +124,9 @@ def test_check_cells_assert_and_are_hidden(path: Path) -> None:
         if not HIDING_TAGS & set(cell.metadata.get("tags", [])):
             problems.append(f"cell {i} lacks the hide-cell (or remove-cell) tag")
         if path in CHAPTERS and "check" not in cell.metadata.get("mystnb", {}).get("code_prompt_show", "").lower():
-            problems.append(f"cell {i}: its toggle on the site must say it is a check (metadata mystnb.code_prompt_show)")
+            problems.append(
+                f"cell {i}: its toggle on the site must say it is a check (metadata mystnb.code_prompt_show)"
+            )
     assert not problems, problems
 
 
@@ -162,8 +172,12 @@ SOURCES = NOTEBOOKS + sorted((ROOT / "assignments").glob("*.ipynb"))
 
 @pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
 def test_no_formula_line_starts_like_a_list_item(path: Path) -> None:
-    problems = [f"cell {i}: {line!r}" for i, cell in enumerate(_read(path).cells) if cell.cell_type == "markdown"
-                for line in _math_continuation_lines(cell.source)]
+    problems = [
+        f"cell {i}: {line!r}"
+        for i, cell in enumerate(_read(path).cells)
+        if cell.cell_type == "markdown"
+        for line in _math_continuation_lines(cell.source)
+    ]
     assert not problems, f"{problems}: join the line to the one before, or break it before another symbol"
 
 
@@ -272,15 +286,19 @@ def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
             problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
         for c in code:
             if not {"hide-cell", "hide-input"} & set(c.metadata.get("tags", [])) or not any(
-                    isinstance(n, ast.Assert) for n in ast.walk(_parse(c.source))):
+                isinstance(n, ast.Assert) for n in ast.walk(_parse(c.source))
+            ):
                 problems.append(f"exercise {number}: its solution cell must be folded (hide-cell) and assert")
     assert not problems, problems
 
 
-@pytest.mark.parametrize("chapter, source", [
-    ("04_attention.ipynb", "tl.scaled_dot_product_attention"),
-    ("06_multi_head_attention.ipynb", "tl.MultiHeadAttention.forward"),
-])
+@pytest.mark.parametrize(
+    "chapter, source",
+    [
+        ("04_attention.ipynb", "tl.scaled_dot_product_attention"),
+        ("06_multi_head_attention.ipynb", "tl.MultiHeadAttention.forward"),
+    ],
+)
 def test_the_explained_code_is_shown_whole(chapter: str, source: str) -> None:
     """The chapter that explains attention shows the eager function, and the multi-head chapter the module's
     forward, whole and unfolded: ``show_source`` of that object, as a cell's last expression, with
@@ -295,9 +313,12 @@ def test_the_explained_code_is_shown_whole(chapter: str, source: str) -> None:
     for _, code in _code(_read(BOOK / chapter)):
         last = _parse(code).body[-1:] if code.strip() else []
         for node in last:
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
-                    ast.unparse(node.value.func) == "show_source" and \
-                    source in [ast.unparse(a) for a in node.value.args]:
+            if (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func) == "show_source"
+                and source in [ast.unparse(a) for a in node.value.args]
+            ):
                 limits = [k.value for k in node.value.keywords if k.arg == "collapse_after"]
                 shown.append(ast.literal_eval(limits[0]) if limits else 25)
     assert shown, f"{chapter} never ends a cell with show_source({source}, ...)"

@@ -40,8 +40,26 @@ SAMPLE = [
 
 
 # ----------------------------------------------------------------------------- WordPiece on a tiny vocabulary
-TINY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "aff", "the", "cat", "##s",
-        ",", "!", "a", "##b", "你", "cafe"]
+TINY = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "un",
+    "##aff",
+    "##able",
+    "aff",
+    "the",
+    "cat",
+    "##s",
+    ",",
+    "!",
+    "a",
+    "##b",
+    "你",
+    "cafe",
+]
 
 
 @pytest.fixture

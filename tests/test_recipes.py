@@ -14,10 +14,12 @@ from transformer_lib.book import recipes
 from transformer_lib.tokenization import BOS_ID, EOS_ID
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "book" / "checkpoints"
-TINY_TRANSLATION = recipes.TranslationRecipe(n_pairs=120, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                                              batch_size=32, epochs=1, warmup_steps=2)
-TINY_FAMILIES = recipes.FamiliesRecipe(length=4, n_symbols=5, n_train=64, n_test=16, d_model=16, n_heads=2,
-                                       n_layers=1, d_ff=32, batch_size=16, steps=3)
+TINY_TRANSLATION = recipes.TranslationRecipe(
+    n_pairs=120, d_model=16, n_heads=2, n_layers=1, d_ff=32, batch_size=32, epochs=1, warmup_steps=2
+)
+TINY_FAMILIES = recipes.FamiliesRecipe(
+    length=4, n_symbols=5, n_train=64, n_test=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, batch_size=16, steps=3
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -30,17 +32,25 @@ def one_thread():
 
 
 # --------------------------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(d_model=0), "d_model"), (dict(epochs=1.5), "epochs"), (dict(dropout=1.0), "dropout"),
-    (dict(test_fraction=0.0), "test_fraction"), (dict(lr=-1.0), "lr"), (dict(seed=-1), "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(d_model=0), "d_model"),
+        (dict(epochs=1.5), "epochs"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(test_fraction=0.0), "test_fraction"),
+        (dict(lr=-1.0), "lr"),
+        (dict(seed=-1), "seed"),
+    ],
+)
 def test_translation_recipe_rejects_bad_values(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
         recipes.TranslationRecipe(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, message", [(dict(task="shuffle"), "task"), (dict(length=0), "length"),
-                                             (dict(steps=2.0), "steps")])
+@pytest.mark.parametrize(
+    "kwargs, message", [(dict(task="shuffle"), "task"), (dict(length=0), "length"), (dict(steps=2.0), "steps")]
+)
 def test_families_recipe_rejects_bad_values(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
         recipes.FamiliesRecipe(**kwargs)
@@ -66,8 +76,11 @@ def test_tiny_translation_recipe_trains_and_round_trips(tmp_path):
     model, corpus, history, scores = recipes.train_translation(TINY_TRANSLATION, device="cpu", progress=False)
     assert len(history.loss) == 4  # ceil(108 / 32) steps in one epoch
     assert set(scores) == {"token_accuracy", "exact_match"} and 0.0 <= scores["exact_match"] <= 1.0
-    extra = {"recipe": TINY_TRANSLATION.__dict__, "src_tokenizer": corpus.src_tokenizer.to_dict(),
-             "tgt_tokenizer": corpus.tgt_tokenizer.to_dict()}
+    extra = {
+        "recipe": TINY_TRANSLATION.__dict__,
+        "src_tokenizer": corpus.src_tokenizer.to_dict(),
+        "tgt_tokenizer": corpus.tgt_tokenizer.to_dict(),
+    }
     path = tl.save_checkpoint(model, tmp_path / "tiny.safetensors", extra=extra)
     loaded, corpus2 = recipes.load_translation(path)
     assert corpus2.test == corpus.test
@@ -135,7 +148,9 @@ def test_cli_writes_a_checkpoint_with_its_command_and_scores(tmp_path):
     recipes.main(["translation", "--out", str(out), "--n-pairs", "120", "--epochs", "1"])
     model, corpus = recipes.load_translation(out)
     extra = corpus.metadata
-    assert extra["command"] == f"python -m transformer_lib.book.recipes translation --out {out} --n-pairs 120 --epochs 1"
+    assert (
+        extra["command"] == f"python -m transformer_lib.book.recipes translation --out {out} --n-pairs 120 --epochs 1"
+    )
     assert extra["recipe"]["n_pairs"] == 120 and len(corpus.test) == 12
     assert set(extra["scores"]) == {"token_accuracy", "exact_match"} and extra["seconds"] >= 0
 

@@ -6,23 +6,29 @@ import json
 import math
 
 import pytest
+import test_checks
 import torch
+from test_checks import *  # noqa: F401,F403  (every test of test_checks.py runs again here, through record/replay)
+from test_checks import sol  # noqa: F401  (the fixture)
 
 from transformer_lib.classroom import checks
 from transformer_lib.classroom.checks import core, record
 
-import test_checks
-from test_checks import *  # noqa: F401,F403  (every test of test_checks.py runs again here, through record/replay)
-from test_checks import sol  # noqa: F401  (the fixture)
-
-_LIVE = {name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_")
-         and name != "check_assignment"}
+_LIVE = {
+    name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_") and name != "check_assignment"
+}
 _REPLAYED = []  # (check, passed) of every round trip, to prove below that the patched checks really ran
 
 
 def _same(a, b):
-    return (a.exercise, a.passed, a.summary, a.details, a.hints, a.error) == \
-        (b.exercise, b.passed, b.summary, b.details, b.hints, b.error)
+    return (a.exercise, a.passed, a.summary, a.details, a.hints, a.error) == (
+        b.exercise,
+        b.passed,
+        b.summary,
+        b.details,
+        b.hints,
+        b.error,
+    )
 
 
 def roundtrip(check_name, namespace, names, time_limit=checks.DEFAULT_TIME_LIMIT):
@@ -40,13 +46,16 @@ def through_record_and_replay(monkeypatch):
         def check(*objects, time_limit=checks.DEFAULT_TIME_LIMIT):
             names = [f"learner_{i}" for i in range(len(objects))]
             return roundtrip(name, dict(zip(names, objects)), names, time_limit)
+
         return check
 
     for name in _LIVE:
         monkeypatch.setattr(checks, name, patched(name))
-    monkeypatch.setattr(checks, "grade_exercise",
-                        lambda check, ns, names, time_limit=checks.DEFAULT_TIME_LIMIT: roundtrip(check, ns, names,
-                                                                                                  time_limit))
+    monkeypatch.setattr(
+        checks,
+        "grade_exercise",
+        lambda check, ns, names, time_limit=checks.DEFAULT_TIME_LIMIT: roundtrip(check, ns, names, time_limit),
+    )
 
 
 def test_zz_the_round_trips_ran():  # named to run after the tests imported above
@@ -83,27 +92,40 @@ def test_changed_outputs_fail_on_their_numbers(sol):
 
 def test_calls_that_do_not_fit_the_check_fail_with_a_clear_message(sol):
     data = json.loads(_recording(sol))
-    cases = {"other arguments": [dict(data["calls"][0], fp="0" * 32)] + data["calls"][1:],
-             "one call missing": data["calls"][:-1],
-             "one call too many": data["calls"] + data["calls"][-1:]}
+    cases = {
+        "other arguments": [dict(data["calls"][0], fp="0" * 32)] + data["calls"][1:],
+        "one call missing": data["calls"][:-1],
+        "one call too many": data["calls"] + data["calls"][-1:],
+    }
     for label, calls in cases.items():
         result = _replay(json.dumps(dict(data, calls=calls)))
         assert not result.passed and result.summary == "The recorded calls do not match the check.", label
         assert result.error == "RecordingMismatch"
 
 
-@pytest.mark.parametrize("change, why", [
-    (lambda d: "{not json", "not valid JSON"),
-    (lambda d: json.dumps({"exercise": "causal_mask", "passed": True, "summary": "All fine."}), "format"),
-    (lambda d: json.dumps(d)[:-1] + ', "x": NaN}', "NaN"),
-    (lambda d: json.dumps(dict(d, check="check_attention")), "another check"),
-    (lambda d: json.dumps(dict(d, calls=[dict(d["calls"][0], value={"t": "tensor", "dtype": "float64",
-                                                                     "shape": [1000], "data": "AAAA"})])),
-     "does not fit its shape"),
-    (lambda d: json.dumps(dict(d, calls=[dict(d["calls"][0], value={"t": "pickle", "v": "gASV"})])), "unknown"),
-    (lambda d: json.dumps(dict(d, calls=[dict(d["calls"][0], value=[[[[1]]]])])), "unexpected value"),
-    (lambda d: " " * (record.MAX_RECORDING_CHARS + 1), "at most"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (lambda d: "{not json", "not valid JSON"),
+        (lambda d: json.dumps({"exercise": "causal_mask", "passed": True, "summary": "All fine."}), "format"),
+        (lambda d: json.dumps(d)[:-1] + ', "x": NaN}', "NaN"),
+        (lambda d: json.dumps(dict(d, check="check_attention")), "another check"),
+        (
+            lambda d: json.dumps(
+                dict(
+                    d,
+                    calls=[
+                        dict(d["calls"][0], value={"t": "tensor", "dtype": "float64", "shape": [1000], "data": "AAAA"})
+                    ],
+                )
+            ),
+            "does not fit its shape",
+        ),
+        (lambda d: json.dumps(dict(d, calls=[dict(d["calls"][0], value={"t": "pickle", "v": "gASV"})])), "unknown"),
+        (lambda d: json.dumps(dict(d, calls=[dict(d["calls"][0], value=[[[[1]]]])])), "unexpected value"),
+        (lambda d: " " * (record.MAX_RECORDING_CHARS + 1), "at most"),
+    ],
+)
 def test_a_recording_that_is_not_data_is_rejected(sol, change, why):
     data = json.loads(_recording(sol))
     with pytest.raises(record.RecordingError, match=why):
@@ -130,9 +152,23 @@ def test_a_huge_output_is_not_recorded():
 
 def test_values_round_trip_exactly():
     g = torch.Generator().manual_seed(0)
-    values = [None, True, 3, -2**70, 0.1, float("nan"), float("-inf"), "ünï", [1, (2.5, "x")], {"a": 1, 2: None},
-              torch.randn(2, 3, generator=g).bfloat16(), torch.randn(2, generator=g, dtype=torch.float64),
-              torch.tensor([[True, False]]), torch.arange(6).view(2, 3).t(), torch.empty(0, 4)]
+    values = [
+        None,
+        True,
+        3,
+        -(2**70),
+        0.1,
+        float("nan"),
+        float("-inf"),
+        "ünï",
+        [1, (2.5, "x")],
+        {"a": 1, 2: None},
+        torch.randn(2, 3, generator=g).bfloat16(),
+        torch.randn(2, generator=g, dtype=torch.float64),
+        torch.tensor([[True, False]]),
+        torch.arange(6).view(2, 3).t(),
+        torch.empty(0, 4),
+    ]
     back = record._Decoder().value(json.loads(json.dumps(record._encode(values))))
     for a, b in zip(values, back):
         if isinstance(a, torch.Tensor):
@@ -143,12 +179,14 @@ def test_values_round_trip_exactly():
         else:
             assert a == b and type(a) is type(b)
     import numpy as np
+
     opaque = record._Decoder().value(json.loads(json.dumps(record._encode(np.zeros(3)))))
     assert type(opaque).__name__ == "ndarray" and not isinstance(opaque, (torch.Tensor, list))
 
 
 def test_a_module_comes_back_as_a_shadow_of_trusted_classes_only(sol):
     import transformer_lib as tl
+
     block = sol["DecoderBlock"](16, 4, 32, dropout=0.0)
     shadow = record._Decoder().value(json.loads(json.dumps(record._encode(block))))
     assert type(shadow) is record._Shadow  # the learner's class never comes back

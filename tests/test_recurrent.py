@@ -29,11 +29,14 @@ def test_make_sequence_layer_attention_keeps_shape_and_has_no_dropout():
     assert torch.equal(R._hidden(layer, x), R._hidden(layer, x))  # train mode, yet deterministic: no dropout
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    (dict(kind="transformer", d_model=8), ValueError, "kind"),
-    (dict(kind="rnn", d_model=0), ValueError, "d_model"),
-    (dict(kind="rnn", d_model=8, n_layers=0), ValueError, "n_layers"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(kind="transformer", d_model=8), ValueError, "kind"),
+        (dict(kind="rnn", d_model=0), ValueError, "d_model"),
+        (dict(kind="rnn", d_model=8, n_layers=0), ValueError, "n_layers"),
+    ],
+)
 def test_make_sequence_layer_rejects_bad_arguments(kwargs, error, words):
     with pytest.raises(error, match=words):
         R.make_sequence_layer(**kwargs)
@@ -109,8 +112,11 @@ def test_gradient_vs_distance_leaves_the_layer_unchanged_and_validates():
 
 
 def test_timing_result_slope_and_table():
-    result = R.TimingResult([10, 100, 1000], {"rnn": [1e-3, 1e-2, 1e-1], "attention": [1e-3] * 3},
-                            {"rnn": [10, 100, 1000], "attention": [1, 1, 1]})
+    result = R.TimingResult(
+        [10, 100, 1000],
+        {"rnn": [1e-3, 1e-2, 1e-1], "attention": [1e-3] * 3},
+        {"rnn": [10, 100, 1000], "attention": [1, 1, 1]},
+    )
     assert math.isclose(result.slope("rnn"), 1.0) and math.isclose(result.slope("attention"), 0.0, abs_tol=1e-12)
     assert math.isclose(result.slope("rnn", min_len=100), 1.0)
     assert "100.000 ms" in result.table()

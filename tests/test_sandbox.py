@@ -89,19 +89,21 @@ def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
     if not sandbox.namespaces_available():
         pytest.skip("mount and PID namespaces are not available on this machine")
     token_file = tmp_path / "token"
-    grader = "\n".join([
-        "import subprocess, sys, time",
-        "from pathlib import Path",
-        "from transformer_lib.classroom import sandbox",
-        "box = sandbox.Sandbox(sandbox.LibraryCopy(), [])",
-        "Path(box.connection_file).write_text('{}')",
-        "child = \"import time; print('ready', flush=True); time.sleep(120)\"",
-        "p = subprocess.Popen(box.wrap([sys.executable, '-c', child, '-f', box.connection_file]), env=box.env(),",
-        "                     stdout=subprocess.PIPE)",
-        "assert p.stdout.readline().strip() == b'ready'",
-        f"Path({str(token_file)!r}).write_text(box.token)",
-        "time.sleep(120)",
-    ])
+    grader = "\n".join(
+        [
+            "import subprocess, sys, time",
+            "from pathlib import Path",
+            "from transformer_lib.classroom import sandbox",
+            "box = sandbox.Sandbox(sandbox.LibraryCopy(), [])",
+            "Path(box.connection_file).write_text('{}')",
+            "child = \"import time; print('ready', flush=True); time.sleep(120)\"",
+            "p = subprocess.Popen(box.wrap([sys.executable, '-c', child, '-f', box.connection_file]), env=box.env(),",
+            "                     stdout=subprocess.PIPE)",
+            "assert p.stdout.readline().strip() == b'ready'",
+            f"Path({str(token_file)!r}).write_text(box.token)",
+            "time.sleep(120)",
+        ]
+    )
     proc = subprocess.Popen([sys.executable, "-c", grader])
     try:
         for _ in range(600):

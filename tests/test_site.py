@@ -29,8 +29,10 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
     assert html.index("window.tlPlotlyPrepare(fig, el)") < html.index("Plotly.newPlot")  # phones: laid out first
     assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
-    assert renderer.js_files == {"plotly": ("plotly.min.js", {}),  # loaded once per page, from _static/
-                                 "plotly-theme": ("plotly-theme.js", {})}  # and the dark-mode colours
+    assert renderer.js_files == {
+        "plotly": ("plotly.min.js", {}),  # loaded once per page, from _static/
+        "plotly-theme": ("plotly-theme.js", {}),
+    }  # and the dark-mode colours
     other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
     assert site.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
     assert ("html", site.PLOTLY_MIME, 15) in site.PlotlyMystNbRenderer.mime_priority_overrides
@@ -38,8 +40,11 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
 
 def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None:
     handlers = {}
-    app = SimpleNamespace(connect=lambda event, fn, priority=500: handlers.setdefault(event, fn),
-                          builder=SimpleNamespace(format="html"), outdir=str(tmp_path))
+    app = SimpleNamespace(
+        connect=lambda event, fn, priority=500: handlers.setdefault(event, fn),
+        builder=SimpleNamespace(format="html"),
+        outdir=str(tmp_path),
+    )
     meta = site.setup(app)
     assert meta["parallel_read_safe"]
     handlers["build-finished"](app, None)
@@ -57,10 +62,12 @@ def test_importing_the_core_library_loads_no_plotting_or_jupyter_module() -> Non
     import subprocess
     import sys
 
-    code = ("import sys, transformer_lib\n"
-            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'plotly', 'matplotlib', 'ipywidgets', "
-            "'IPython', 'ipykernel', 'jupyter_client', 'nbformat', 'nbclient', 'pandas'})\n"
-            "print(','.join(heavy))")
+    code = (
+        "import sys, transformer_lib\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'plotly', 'matplotlib', 'ipywidgets', "
+        "'IPython', 'ipykernel', 'jupyter_client', 'nbformat', 'nbclient', 'pandas'})\n"
+        "print(','.join(heavy))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import transformer_lib loaded {out}; only transformer_lib.book may import them"
 
@@ -71,8 +78,16 @@ def test_unique_scripts_drops_repeated_inline_and_file_scripts():
     from transformer_lib.book.site import unique_scripts
 
     thebe = 'const THEBE_JS_URL = "x"'
-    scripts = [_JavaScript(None, body=thebe), _JavaScript("a.js"), _JavaScript("", body=thebe, priority=800),
-               _JavaScript("a.js"), _JavaScript(None, body="var other = 1")]
+    scripts = [
+        _JavaScript(None, body=thebe),
+        _JavaScript("a.js"),
+        _JavaScript("", body=thebe, priority=800),
+        _JavaScript("a.js"),
+        _JavaScript(None, body="var other = 1"),
+    ]
     kept = unique_scripts(scripts)
-    assert [(js.filename, js.attributes.get("body")) for js in kept] == [(None, thebe), ("a.js", None),
-                                                                         (None, "var other = 1")]
+    assert [(js.filename, js.attributes.get("body")) for js in kept] == [
+        (None, thebe),
+        ("a.js", None),
+        (None, "var other = 1"),
+    ]

@@ -16,8 +16,9 @@ def test_time_call_warms_up_then_times_each_repeat():
 
 def test_interleaved_times_alternate_the_order_of_contenders():
     order = []
-    times = timing.interleaved_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
-                                     repeats=3, warmup=1)
+    times = timing.interleaved_times(
+        {"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeats=3, warmup=1
+    )
     assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]  # warm-ups, then A B, B A, A B
     assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3}
 

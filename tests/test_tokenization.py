@@ -1,4 +1,5 @@
 """Tests for transformer_lib.tokenization: vocabularies, the three tokenizers, BPE training, batching."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transformer_lib.tokenization import (
-    BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPACE_MARK, SPECIAL_TOKENS, UNK, UNK_ID, BPETokenizer, CharTokenizer,
-    Tokenizer, Vocab, WordTokenizer, pad_batch, pre_tokenize,
+    BOS,
+    BOS_ID,
+    EOS,
+    EOS_ID,
+    PAD,
+    PAD_ID,
+    SPACE_MARK,
+    SPECIAL_TOKENS,
+    UNK,
+    UNK_ID,
+    BPETokenizer,
+    CharTokenizer,
+    Tokenizer,
+    Vocab,
+    WordTokenizer,
+    pad_batch,
+    pre_tokenize,
 )
 
 # Double spaces, a tab, newlines and punctuation, so that whitespace handling is exercised.
@@ -26,8 +42,9 @@ KINDS = {
 }
 _TRAINED = {kind: make(CORPUS) for kind, make in KINDS.items()}
 # Seeded and without an example database, so every run draws the same examples.
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.fixture(scope="module", params=sorted(KINDS))
@@ -120,11 +137,14 @@ def test_word_round_trips_any_sequence_of_known_words(pieces):
 
 
 # ---------------------------------------------------------------------------------------------- unknowns, specials
-@pytest.mark.parametrize("kind, text, decoded", [
-    ("char", "Zoo", "<unk>oo"),
-    ("word", "The giraffe", "The<unk>"),  # the unknown word "▁giraffe" takes its space with it
-    ("bpe", "The Zoo", "The <unk>oo"),
-])
+@pytest.mark.parametrize(
+    "kind, text, decoded",
+    [
+        ("char", "Zoo", "<unk>oo"),
+        ("word", "The giraffe", "The<unk>"),  # the unknown word "▁giraffe" takes its space with it
+        ("bpe", "The Zoo", "The <unk>oo"),
+    ],
+)
 def test_unknown_symbols_become_unk(kind, text, decoded):
     tok = _TRAINED[kind]
     ids = tok.encode(text)
@@ -232,41 +252,66 @@ def test_encode_batch_wraps_and_pads(tokenizer):
 
 
 # ---------------------------------------------------------------------------------------------- errors
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: CharTokenizer.train([]), ValueError, r"texts: expected at least one string, got an empty list"),
-    (lambda: WordTokenizer.train("abc"), TypeError, r"texts: expected a list of str, got a single str 'abc'"),
-    (lambda: BPETokenizer.train(["", ""]), ValueError, r"texts: expected at least one character, got 2 empty"),
-    (lambda: CharTokenizer.train(["ok", 3]), TypeError, r"texts\[1\]: expected a str, got int"),
-    (lambda: BPETokenizer.train(["ab"], vocab_size=5), ValueError,
-     r"vocab_size: expected an int >= 6 \(4 special tokens \+ 2 characters in texts\), got 5"),
-    (lambda: BPETokenizer.train(["ab"], num_merges=-1), ValueError, r"num_merges: expected a value >= 0, got -1"),
-    (lambda: BPETokenizer.train(["ab"], num_merges=1.5), TypeError, r"num_merges: expected an int, got 1.5"),
-    (lambda: _TRAINED["bpe"].tokenize("a", max_merges=10**6), ValueError, r"max_merges: expected at most \d+"),
-    (lambda: _TRAINED["char"].decode([5, 10**6]), ValueError,
-     r"ids\[1\]: expected a token id in \[0, \d+\), got 1000000"),
-    (lambda: _TRAINED["char"].decode([5, -1]), ValueError, r"ids\[1\]: expected a token id in \[0, \d+\), got -1"),
-    (lambda: _TRAINED["char"].decode(torch.zeros(2, 2, dtype=torch.long)), ValueError,
-     r"ids: expected a 1-D tensor"),
-    (lambda: _TRAINED["char"].decode([4.0]), TypeError, r"ids\[0\]: expected an int, got float 4.0"),
-    (lambda: _TRAINED["word"].encode(5), TypeError, r"text: expected a str, got int"),
-    (lambda: _TRAINED["word"].encode("a▁b"), ValueError, r"text: expected no '▁' \(U\+2581.*got one at index 1"),
-    (lambda: Vocab(["a", "b", "a"]), ValueError,
-     r"tokens: expected unique, non-special tokens, got 'a', which appears twice"),
-    (lambda: Vocab(["a", UNK]), ValueError, r"got '<unk>', which is a special token"),
-    (lambda: Vocab(["a"]).token(5), ValueError, r"idx: expected a token id in \[0, 5\), got 5"),
-    (lambda: Vocab.build([["a"]], min_freq=0), ValueError, r"min_freq: expected a value > 0, got 0"),
-    (lambda: Vocab.build([["a"]], max_size=3), ValueError, r"max_size: expected an int >= 4 \(room for the special"),
-    (lambda: Vocab.build(["ab"]), TypeError, r"token_lists\[0\]: expected a list of str tokens, got 'ab'"),
-    (lambda: Vocab.from_dict({"tokens": ["a"]}), ValueError, r"d\['tokens'\]: expected to start with"),
-    (lambda: Tokenizer.from_dict({"kind": "bytes"}), ValueError,
-     r"d\['kind'\]: expected one of \['char', 'word', 'bpe'\], got 'bytes'"),
-    (lambda: BPETokenizer(Vocab(["a"]), [("a", "a")]), ValueError,
-     r"merges\[0\]: expected a pair of tokens that are in vocab"),
-    (lambda: pad_batch([]), ValueError, r"sequences: expected at least one sequence, got an empty batch"),
-    (lambda: pad_batch([[1, 2.5]]), TypeError, r"sequences\[0\]\[1\]: expected an int, got float 2.5"),
-    (lambda: pad_batch([[1], 7]), TypeError, r"sequences\[1\]: expected a list of int ids, got int"),
-    (lambda: pad_batch([[1]], max_len=0), ValueError, r"max_len: expected a value > 0, got 0"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: CharTokenizer.train([]), ValueError, r"texts: expected at least one string, got an empty list"),
+        (lambda: WordTokenizer.train("abc"), TypeError, r"texts: expected a list of str, got a single str 'abc'"),
+        (lambda: BPETokenizer.train(["", ""]), ValueError, r"texts: expected at least one character, got 2 empty"),
+        (lambda: CharTokenizer.train(["ok", 3]), TypeError, r"texts\[1\]: expected a str, got int"),
+        (
+            lambda: BPETokenizer.train(["ab"], vocab_size=5),
+            ValueError,
+            r"vocab_size: expected an int >= 6 \(4 special tokens \+ 2 characters in texts\), got 5",
+        ),
+        (lambda: BPETokenizer.train(["ab"], num_merges=-1), ValueError, r"num_merges: expected a value >= 0, got -1"),
+        (lambda: BPETokenizer.train(["ab"], num_merges=1.5), TypeError, r"num_merges: expected an int, got 1.5"),
+        (lambda: _TRAINED["bpe"].tokenize("a", max_merges=10**6), ValueError, r"max_merges: expected at most \d+"),
+        (
+            lambda: _TRAINED["char"].decode([5, 10**6]),
+            ValueError,
+            r"ids\[1\]: expected a token id in \[0, \d+\), got 1000000",
+        ),
+        (lambda: _TRAINED["char"].decode([5, -1]), ValueError, r"ids\[1\]: expected a token id in \[0, \d+\), got -1"),
+        (
+            lambda: _TRAINED["char"].decode(torch.zeros(2, 2, dtype=torch.long)),
+            ValueError,
+            r"ids: expected a 1-D tensor",
+        ),
+        (lambda: _TRAINED["char"].decode([4.0]), TypeError, r"ids\[0\]: expected an int, got float 4.0"),
+        (lambda: _TRAINED["word"].encode(5), TypeError, r"text: expected a str, got int"),
+        (lambda: _TRAINED["word"].encode("a▁b"), ValueError, r"text: expected no '▁' \(U\+2581.*got one at index 1"),
+        (
+            lambda: Vocab(["a", "b", "a"]),
+            ValueError,
+            r"tokens: expected unique, non-special tokens, got 'a', which appears twice",
+        ),
+        (lambda: Vocab(["a", UNK]), ValueError, r"got '<unk>', which is a special token"),
+        (lambda: Vocab(["a"]).token(5), ValueError, r"idx: expected a token id in \[0, 5\), got 5"),
+        (lambda: Vocab.build([["a"]], min_freq=0), ValueError, r"min_freq: expected a value > 0, got 0"),
+        (
+            lambda: Vocab.build([["a"]], max_size=3),
+            ValueError,
+            r"max_size: expected an int >= 4 \(room for the special",
+        ),
+        (lambda: Vocab.build(["ab"]), TypeError, r"token_lists\[0\]: expected a list of str tokens, got 'ab'"),
+        (lambda: Vocab.from_dict({"tokens": ["a"]}), ValueError, r"d\['tokens'\]: expected to start with"),
+        (
+            lambda: Tokenizer.from_dict({"kind": "bytes"}),
+            ValueError,
+            r"d\['kind'\]: expected one of \['char', 'word', 'bpe'\], got 'bytes'",
+        ),
+        (
+            lambda: BPETokenizer(Vocab(["a"]), [("a", "a")]),
+            ValueError,
+            r"merges\[0\]: expected a pair of tokens that are in vocab",
+        ),
+        (lambda: pad_batch([]), ValueError, r"sequences: expected at least one sequence, got an empty batch"),
+        (lambda: pad_batch([[1, 2.5]]), TypeError, r"sequences\[0\]\[1\]: expected an int, got float 2.5"),
+        (lambda: pad_batch([[1], 7]), TypeError, r"sequences\[1\]: expected a list of int ids, got int"),
+        (lambda: pad_batch([[1]], max_len=0), ValueError, r"max_len: expected a value > 0, got 0"),
+    ],
+)
 def test_errors_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -282,8 +327,9 @@ def _hf_bpe(texts: list[str], vocab_size: int):
     pattern = hf.Regex(rf"{SPACE_MARK}?\w+|{SPACE_MARK}?[^\w\s{SPACE_MARK}]+|\s|{SPACE_MARK}")
     tok.pre_tokenizer = hf.pre_tokenizers.Split(pattern, behavior="isolated")
     # min_frequency=0 (the default) merges pairs seen once, as we do; we have no such option.
-    trainer = hf.trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=0, special_tokens=list(SPECIAL_TOKENS),
-                                     show_progress=False)
+    trainer = hf.trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=0, special_tokens=list(SPECIAL_TOKENS), show_progress=False
+    )
     tok.train_from_iterator(texts, trainer=trainer)
     model = json.loads(tok.to_str())["model"]
     return tok, [tuple(pair) for pair in model["merges"]], model["vocab"]
@@ -308,8 +354,10 @@ def test_bpe_matches_hugging_face_tokenizers(vocab_size):
 
 
 @SETTINGS
-@given(texts=st.lists(st.text(st.sampled_from("ab c\n,"), min_size=1, max_size=40), min_size=1, max_size=4),
-       extra=st.integers(0, 12))
+@given(
+    texts=st.lists(st.text(st.sampled_from("ab c\n,"), min_size=1, max_size=40), min_size=1, max_size=4),
+    extra=st.integers(0, 12),
+)
 def test_bpe_matches_hugging_face_on_random_corpora(texts, extra):
     # Tiny alphabets make ties frequent, so this checks the tie-breaking rule as much as the counting.
     if not "".join(texts):

@@ -44,8 +44,17 @@ def test_small_model_learns_the_copy_task():
     train_pairs = data.make_task("copy", 2000, min_len=2, max_len=6, n_symbols=n_symbols, seed=0)
     test_pairs = data.make_task("copy", 200, min_len=2, max_len=6, n_symbols=n_symbols, seed=1)
     vocab = data.task_vocab_size(n_symbols)
-    cfg = tl.TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=32, n_heads=4, n_encoder_layers=1,
-                               n_decoder_layers=1, d_ff=64, dropout=0.0, max_len=16)
+    cfg = tl.TransformerConfig(
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        d_ff=64,
+        dropout=0.0,
+        max_len=16,
+    )
     model = tl.Transformer(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98), eps=1e-9)
     loader = data.make_loader(train_pairs, 32, seed=0)

@@ -54,12 +54,15 @@ def test_heatmap_values_and_diverging_scale() -> None:
     assert list(fig.layout.xaxis.ticktext) == ["0", "1"]  # positions when no labels are given
 
 
-@pytest.mark.parametrize("bad, match", [
-    (lambda: viz.attention_heatmap(torch.ones(2, 3, 3)), r"weights: expected 2 dimensions, got shape \(2, 3, 3\)"),
-    (lambda: viz.attention_heatmap(torch.ones(3, 4), list("abc"), list("abc")), r"key_tokens: expected 4 labels"),
-    (lambda: viz.heatmap(np.ones((2, 2)), backend="bokeh"), r"backend: expected 'plotly' or 'matplotlib'"),
-    (lambda: viz.positional_encoding_heatmap(np.ones(8)), r"pe: expected 2 dimensions"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda: viz.attention_heatmap(torch.ones(2, 3, 3)), r"weights: expected 2 dimensions, got shape \(2, 3, 3\)"),
+        (lambda: viz.attention_heatmap(torch.ones(3, 4), list("abc"), list("abc")), r"key_tokens: expected 4 labels"),
+        (lambda: viz.heatmap(np.ones((2, 2)), backend="bokeh"), r"backend: expected 'plotly' or 'matplotlib'"),
+        (lambda: viz.positional_encoding_heatmap(np.ones(8)), r"pe: expected 2 dimensions"),
+    ],
+)
 def test_bad_input_raises_a_clear_error(bad, match) -> None:
     with pytest.raises(ValueError, match=match):
         bad()
@@ -119,8 +122,7 @@ def test_figures_show_the_word_start_mark_as_a_visible_space_with_a_legend() -> 
 
 def test_heatmap_writes_tokens_in_its_cells_at_a_readable_size() -> None:
     z = np.array([[1.0, 0.0], [1.0, 1.0]])
-    fig = viz.heatmap(z, ["s0", "s1"], ["t=0", "t=1"], cell_text=[["<bos>", "<pad>"], ["▁cat", "x"]],
-                      show_scale=False)
+    fig = viz.heatmap(z, ["s0", "s1"], ["t=0", "t=1"], cell_text=[["<bos>", "<pad>"], ["▁cat", "x"]], show_scale=False)
     (trace,) = fig.data
     assert [list(row) for row in trace.text] == [["<bos>", "<pad>"], ["␣cat", "x"]]
     assert trace.texttemplate == "%{text}" and trace.textfont.size == 12 and trace.showscale is False
@@ -173,8 +175,9 @@ def test_attention_grid_rejects_a_single_layer_without_the_layer_axis() -> None:
 
 # ------------------------------------------------------------------------------------------------ curves
 def test_line_plot_draws_one_named_line_per_series_on_log_axes() -> None:
-    fig = viz.line_plot([1, 10, 100], {"a": [1, 2, 3], "b": torch.tensor([3.0, 2.0, 1.0])}, log_x=True,
-                        log_y=True, x_title="d_k")
+    fig = viz.line_plot(
+        [1, 10, 100], {"a": [1, 2, 3], "b": torch.tensor([3.0, 2.0, 1.0])}, log_x=True, log_y=True, x_title="d_k"
+    )
     assert [t.name for t in fig.data] == ["a", "b"]
     assert list(fig.data[1].y) == [3.0, 2.0, 1.0]
     assert (fig.layout.xaxis.type, fig.layout.yaxis.type) == ("log", "log")
@@ -206,14 +209,17 @@ def test_training_curves_share_a_panel_and_stretch_a_per_epoch_series() -> None:
 
 
 # -------------------------------------------------------------------------------------------- matplotlib
-@pytest.mark.parametrize("make, n_axes", [
-    (lambda: viz.attention_heatmap(_weights(3, 3), list("abc"), list("abc"), backend="matplotlib"), 2),
-    (lambda: viz.attention_grid(torch.rand(2, 3, 4, 4), backend="matplotlib"), 6),
-    (lambda: viz.mask_heatmap(torch.ones(2, 2, dtype=torch.bool), "ab", "ab", backend="matplotlib"), 1),
-    (lambda: viz.training_curves(_History(), backend="matplotlib"), 3),
-    (lambda: viz.line_plot([1, 2], {"a": [1, 2]}, backend="matplotlib"), 1),
-    (lambda: viz.block_diagram([viz.Box("a", "A", 0, 0)], backend="matplotlib"), 1),
-])
+@pytest.mark.parametrize(
+    "make, n_axes",
+    [
+        (lambda: viz.attention_heatmap(_weights(3, 3), list("abc"), list("abc"), backend="matplotlib"), 2),
+        (lambda: viz.attention_grid(torch.rand(2, 3, 4, 4), backend="matplotlib"), 6),
+        (lambda: viz.mask_heatmap(torch.ones(2, 2, dtype=torch.bool), "ab", "ab", backend="matplotlib"), 1),
+        (lambda: viz.training_curves(_History(), backend="matplotlib"), 3),
+        (lambda: viz.line_plot([1, 2], {"a": [1, 2]}, backend="matplotlib"), 1),
+        (lambda: viz.block_diagram([viz.Box("a", "A", 0, 0)], backend="matplotlib"), 1),
+    ],
+)
 def test_matplotlib_backend_returns_a_figure(make, n_axes: int) -> None:
     fig = make()
     assert isinstance(fig, Figure) and len(fig.axes) == n_axes  # a heatmap's colour bar is an axis too

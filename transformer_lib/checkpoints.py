@@ -40,8 +40,12 @@ def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = 
             continue
         seen[ptr] = key
         state[key] = tensor.detach().cpu().contiguous()
-    meta = {"format": _FORMAT, "model": name, "config": json.dumps(model.config.to_dict()),
-            "extra": json.dumps(extra or {})}
+    meta = {
+        "format": _FORMAT,
+        "model": name,
+        "config": json.dumps(model.config.to_dict()),
+        "extra": json.dumps(extra or {}),
+    }
     if isinstance(model, EncoderOnlyModel):
         meta["n_outputs"] = json.dumps(model.n_outputs)
     path = Path(path)
@@ -78,8 +82,11 @@ def load_checkpoint(
     expected = model.state_dict()
     missing = [k for k in expected if k not in state and not _is_tied(model, k, state)]
     unexpected = [k for k in state if k not in expected]
-    wrong = [f"{k}: file {tuple(v.shape)} vs config {tuple(expected[k].shape)}"
-             for k, v in state.items() if k in expected and v.shape != expected[k].shape]
+    wrong = [
+        f"{k}: file {tuple(v.shape)} vs config {tuple(expected[k].shape)}"
+        for k, v in state.items()
+        if k in expected and v.shape != expected[k].shape
+    ]
     if missing or unexpected or wrong:
         raise CheckpointError(
             f"path: the weights in {path} do not match its config: missing {missing[:5]}, unexpected "

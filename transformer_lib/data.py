@@ -14,6 +14,7 @@ same data and a chapter runs identically on every machine.
 
 Shape legend: ``B`` batch, ``S`` source length, ``T`` target length (+1 for BOS or EOS), ``N`` examples.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,19 @@ from .tokenization import BOS_ID, EOS_ID, PAD_ID, pad_batch
 from .validation import check_choice, check_positive
 
 __all__ = [
-    "N_SPECIAL", "make_task", "task_vocab_size", "recall_task", "translate", "alignment", "toy_translation_corpus",
-    "train_test_split", "PairDataset", "Batch", "collate_pairs", "make_loader", "encode_pairs",
+    "N_SPECIAL",
+    "make_task",
+    "task_vocab_size",
+    "recall_task",
+    "translate",
+    "alignment",
+    "toy_translation_corpus",
+    "train_test_split",
+    "PairDataset",
+    "Batch",
+    "collate_pairs",
+    "make_loader",
+    "encode_pairs",
 ]
 
 N_SPECIAL = 4  # ids 0..3 are PAD, BOS, EOS, UNK; task symbols start after them
@@ -47,8 +59,15 @@ def task_vocab_size(n_symbols: int) -> int:
     return N_SPECIAL + n_symbols
 
 
-def make_task(name: Literal["copy", "reverse", "sort"], n_examples: int, *, min_len: int = 2, max_len: int = 10,
-              n_symbols: int = 10, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+def make_task(
+    name: Literal["copy", "reverse", "sort"],
+    n_examples: int,
+    *,
+    min_len: int = 2,
+    max_len: int = 10,
+    n_symbols: int = 10,
+    seed: int = 0,
+) -> list[tuple[list[int], list[int]]]:
     """Generate ``n_examples`` (source ids, target ids) pairs of an algorithmic sequence task.
 
     ``copy`` returns the source unchanged, ``reverse`` reverses it, ``sort`` sorts it ascending (symbols may
@@ -71,8 +90,9 @@ def make_task(name: Literal["copy", "reverse", "sort"], n_examples: int, *, min_
     return pairs
 
 
-def recall_task(n_examples: int, distance: int, *, n_symbols: int = 8,
-                seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def recall_task(
+    n_examples: int, distance: int, *, n_symbols: int = 8, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Recall the first symbol of a sequence after ``distance`` random distractor symbols (Chapter 1).
 
     A recurrent model must carry the key through ``distance`` state updates, so its accuracy falls as the
@@ -95,35 +115,59 @@ def recall_task(n_examples: int, distance: int, *, n_symbols: int = 8,
 # ----------------------------------------------------------------------------------------------------------
 # Nouns: English singular, English plural, Frenchy singular, Frenchy plural, gender ("m" / "f").
 NOUNS = [
-    ("cat", "cats", "chat", "chats", "m"), ("dog", "dogs", "chien", "chiens", "m"),
-    ("bird", "birds", "oiseau", "oiseaux", "m"), ("horse", "horses", "cheval", "chevaux", "m"),
-    ("boy", "boys", "garcon", "garcons", "m"), ("friend", "friends", "ami", "amis", "m"),
-    ("book", "books", "livre", "livres", "m"), ("tree", "trees", "arbre", "arbres", "m"),
-    ("girl", "girls", "fille", "filles", "f"), ("house", "houses", "maison", "maisons", "f"),
-    ("car", "cars", "voiture", "voitures", "f"), ("apple", "apples", "pomme", "pommes", "f"),
-    ("flower", "flowers", "fleur", "fleurs", "f"), ("table", "tables", "table", "tables", "f"),
-    ("mouse", "mice", "souris", "souris", "f"), ("woman", "women", "femme", "femmes", "f"),
+    ("cat", "cats", "chat", "chats", "m"),
+    ("dog", "dogs", "chien", "chiens", "m"),
+    ("bird", "birds", "oiseau", "oiseaux", "m"),
+    ("horse", "horses", "cheval", "chevaux", "m"),
+    ("boy", "boys", "garcon", "garcons", "m"),
+    ("friend", "friends", "ami", "amis", "m"),
+    ("book", "books", "livre", "livres", "m"),
+    ("tree", "trees", "arbre", "arbres", "m"),
+    ("girl", "girls", "fille", "filles", "f"),
+    ("house", "houses", "maison", "maisons", "f"),
+    ("car", "cars", "voiture", "voitures", "f"),
+    ("apple", "apples", "pomme", "pommes", "f"),
+    ("flower", "flowers", "fleur", "fleurs", "f"),
+    ("table", "tables", "table", "tables", "f"),
+    ("mouse", "mice", "souris", "souris", "f"),
+    ("woman", "women", "femme", "femmes", "f"),
 ]
 # Adjectives: English, Frenchy masculine, Frenchy feminine. Unlike real French, every one follows the noun.
 ADJECTIVES = [
-    ("red", "rouge", "rouge"), ("big", "grand", "grande"), ("small", "petit", "petite"),
-    ("black", "noir", "noire"), ("white", "blanc", "blanche"), ("green", "vert", "verte"),
-    ("old", "vieux", "vieille"), ("young", "jeune", "jeune"), ("happy", "heureux", "heureuse"),
+    ("red", "rouge", "rouge"),
+    ("big", "grand", "grande"),
+    ("small", "petit", "petite"),
+    ("black", "noir", "noire"),
+    ("white", "blanc", "blanche"),
+    ("green", "vert", "verte"),
+    ("old", "vieux", "vieille"),
+    ("young", "jeune", "jeune"),
+    ("happy", "heureux", "heureuse"),
     ("blue", "bleu", "bleue"),
 ]
 # Determiners: English -> (number it requires or None, masculine singular, feminine singular, plural).
 DETERMINERS = {
-    "the": (None, "le", "la", "les"), "a": ("sg", "un", "une", None), "some": ("pl", None, None, "des"),
-    "this": ("sg", "ce", "cette", None), "these": ("pl", None, None, "ces"),
-    "my": (None, "mon", "ma", "mes"), "your": (None, "ton", "ta", "tes"), "our": (None, "notre", "notre", "nos"),
+    "the": (None, "le", "la", "les"),
+    "a": ("sg", "un", "une", None),
+    "some": ("pl", None, None, "des"),
+    "this": ("sg", "ce", "cette", None),
+    "these": ("pl", None, None, "ces"),
+    "my": (None, "mon", "ma", "mes"),
+    "your": (None, "ton", "ta", "tes"),
+    "our": (None, "notre", "notre", "nos"),
 }
 # Verbs: English 3rd person singular, English base (= plural), Frenchy singular, Frenchy plural, transitive.
 VERBS = [
-    ("sees", "see", "voit", "voient", True), ("likes", "like", "aime", "aiment", True),
-    ("eats", "eat", "mange", "mangent", True), ("follows", "follow", "suit", "suivent", True),
-    ("finds", "find", "trouve", "trouvent", True), ("watches", "watch", "regarde", "regardent", True),
-    ("carries", "carry", "porte", "portent", True), ("sleeps", "sleep", "dort", "dorment", False),
-    ("runs", "run", "court", "courent", False), ("sings", "sing", "chante", "chantent", False),
+    ("sees", "see", "voit", "voient", True),
+    ("likes", "like", "aime", "aiment", True),
+    ("eats", "eat", "mange", "mangent", True),
+    ("follows", "follow", "suit", "suivent", True),
+    ("finds", "find", "trouve", "trouvent", True),
+    ("watches", "watch", "regarde", "regardent", True),
+    ("carries", "carry", "porte", "portent", True),
+    ("sleeps", "sleep", "dort", "dorment", False),
+    ("runs", "run", "court", "courent", False),
+    ("sings", "sing", "chante", "chantent", False),
     ("waits", "wait", "attend", "attendent", False),
 ]
 _NOUN_FORMS = {w: (entry, num) for entry in NOUNS for w, num in ((entry[0], "sg"), (entry[1], "pl"))}
@@ -305,12 +349,17 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """Return a copy with every tensor moved to ``device``."""
-        return dataclasses.replace(self, src=self.src.to(device), tgt_in=self.tgt_in.to(device),
-                                   tgt_out=self.tgt_out.to(device))
+        return dataclasses.replace(
+            self, src=self.src.to(device), tgt_in=self.tgt_in.to(device), tgt_out=self.tgt_out.to(device)
+        )
 
 
-def collate_pairs(batch: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int = PAD_ID, bos_id: int = BOS_ID,
-                  eos_id: int = EOS_ID) -> Batch:
+def collate_pairs(
+    batch: Sequence[tuple[Sequence[int], Sequence[int]]],
+    pad_id: int = PAD_ID,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+) -> Batch:
     """Pad a list of (source ids, target ids) pairs into a :class:`Batch`, adding BOS/EOS to the target."""
     if len(batch) == 0:
         raise ValueError("batch: expected at least one (src, tgt) pair, got an empty batch")
@@ -320,15 +369,27 @@ def collate_pairs(batch: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: 
     return Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out, pad_id=pad_id)
 
 
-def make_loader(pairs: Sequence[tuple[Sequence[int], Sequence[int]]] | PairDataset, batch_size: int, *,
-                shuffle: bool = True, seed: int = 0, pad_id: int = PAD_ID, bos_id: int = BOS_ID,
-                eos_id: int = EOS_ID) -> torch.utils.data.DataLoader:
+def make_loader(
+    pairs: Sequence[tuple[Sequence[int], Sequence[int]]] | PairDataset,
+    batch_size: int,
+    *,
+    shuffle: bool = True,
+    seed: int = 0,
+    pad_id: int = PAD_ID,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+) -> torch.utils.data.DataLoader:
     """A DataLoader of :class:`Batch` es; with a seeded generator the shuffle order is the same on every run."""
     check_positive("batch_size", batch_size)
     dataset = pairs if isinstance(pairs, PairDataset) else PairDataset(pairs)
     collate = functools.partial(collate_pairs, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
-    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, collate_fn=collate,
-                                       generator=torch.Generator().manual_seed(seed))
+    return torch.utils.data.DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        collate_fn=collate,
+        generator=torch.Generator().manual_seed(seed),
+    )
 
 
 def encode_pairs(pairs: Sequence[tuple[str, str]], src_tokenizer, tgt_tokenizer) -> list[tuple[list[int], list[int]]]:

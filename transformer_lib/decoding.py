@@ -32,11 +32,11 @@ class Decodable(Protocol):
     The functions below also use ``model.config.pad_id`` and ``model.eval()``/``model.train()``.
     """
 
-    def start_decoding(self, src: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True) -> DecodingState:
-        ...
+    def start_decoding(
+        self, src: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True
+    ) -> DecodingState: ...
 
-    def decode_step(self, state: DecodingState) -> Tensor:
-        ...
+    def decode_step(self, state: DecodingState) -> Tensor: ...
 
 
 class _eval_mode:
@@ -57,8 +57,10 @@ class _eval_mode:
 
 def _check_common(model: nn.Module, src: Tensor, max_new_tokens: int) -> None:
     if not isinstance(model, Decodable):
-        raise TypeError(f"model: expected a model with start_decoding and decode_step (a Transformer or "
-                        f"DecoderOnlyModel), got {type(model).__name__}")
+        raise TypeError(
+            f"model: expected a model with start_decoding and decode_step (a Transformer or "
+            f"DecoderOnlyModel), got {type(model).__name__}"
+        )
     check_tensor("src", src, ndim=2, dtype="int")
     check_positive("max_new_tokens", max_new_tokens)
 
@@ -196,8 +198,19 @@ def beam_search(
     results = []
     with _eval_mode(model):
         for row in src.split(1):
-            results.append(_beam_one(model, row.expand(beam_size, -1), max_new_tokens, bos_id, eos_id,
-                                     beam_size, length_penalty, n_best, use_cache))
+            results.append(
+                _beam_one(
+                    model,
+                    row.expand(beam_size, -1),
+                    max_new_tokens,
+                    bos_id,
+                    eos_id,
+                    beam_size,
+                    length_penalty,
+                    n_best,
+                    use_cache,
+                )
+            )
     return results
 
 
@@ -231,11 +244,20 @@ def _beam_one(model, src, max_new_tokens, bos_id, eos_id, k, alpha, n_best, use_
         scores = torch.tensor(keep_score, device=src.device)
         if len(keep_beam) < k:  # fewer live beams than slots: pad with dead copies
             pad = k - len(keep_beam)
-            state.reorder(torch.cat((torch.arange(len(keep_beam), device=src.device),
-                                     torch.zeros(pad, dtype=torch.long, device=src.device))))
+            state.reorder(
+                torch.cat(
+                    (
+                        torch.arange(len(keep_beam), device=src.device),
+                        torch.zeros(pad, dtype=torch.long, device=src.device),
+                    )
+                )
+            )
             scores = torch.cat((scores, torch.full((pad,), float("-inf"), device=src.device)))
-    alive = [Hypothesis(state.tokens[i].clone(), s / _length_penalty(step, alpha), s)
-             for i, s in enumerate(scores.tolist()) if s != float("-inf")]
+    alive = [
+        Hypothesis(state.tokens[i].clone(), s / _length_penalty(step, alpha), s)
+        for i, s in enumerate(scores.tolist())
+        if s != float("-inf")
+    ]
     ranked = sorted(finished, key=lambda h: -h.score)
     if len(ranked) < n_best:  # not enough finished hypotheses: rank the live beams with them
         ranked = sorted(finished + alive, key=lambda h: -h.score)

@@ -81,8 +81,17 @@ class DataParallelRun:
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
-        for name in ("steps", "global_batch", "d_model", "n_heads", "n_layers", "d_ff", "n_symbols", "min_len",
-                     "max_len"):
+        for name in (
+            "steps",
+            "global_batch",
+            "d_model",
+            "n_heads",
+            "n_layers",
+            "d_ff",
+            "n_symbols",
+            "min_len",
+            "max_len",
+        ):
             check_positive(name, getattr(self, name))
         if self.min_len > self.max_len:
             raise ValueError(f"min_len, max_len: expected min_len <= max_len, got {self.min_len} and {self.max_len}")
@@ -90,9 +99,18 @@ class DataParallelRun:
     def config(self) -> TransformerConfig:
         """The model: an encoder-decoder with ``n_layers`` layers on each side, sized for the task."""
         vocab = task_vocab_size(self.n_symbols)
-        return TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=self.d_model,
-                                 n_heads=self.n_heads, n_encoder_layers=self.n_layers, n_decoder_layers=self.n_layers,
-                                 d_ff=self.d_ff, dropout=self.dropout, bias=self.bias, max_len=self.max_len + 2)
+        return TransformerConfig(
+            src_vocab_size=vocab,
+            tgt_vocab_size=vocab,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_encoder_layers=self.n_layers,
+            n_decoder_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            bias=self.bias,
+            max_len=self.max_len + 2,
+        )
 
 
 def train_data_parallel(run: DataParallelRun | None = None, *, out: str | Path | None = None, **overrides) -> dict:
@@ -129,8 +147,9 @@ def train_data_parallel(run: DataParallelRun | None = None, *, out: str | Path |
             dist.destroy_process_group()
 
 
-def _train(run: DataParallelRun, out: str | Path | None, rank: int, world: int, device: torch.device,
-           backend: str | None) -> dict:
+def _train(
+    run: DataParallelRun, out: str | Path | None, rank: int, world: int, device: torch.device, backend: str | None
+) -> dict:
     cfg = run.config()
     seed_everything(run.seed)  # the same initial weights on every process (DDP also broadcasts rank 0's at start)
     model = Transformer(cfg).to(device)
@@ -141,8 +160,14 @@ def _train(run: DataParallelRun, out: str | Path | None, rank: int, world: int, 
         ddp = model
     optimizer = paper_adam(ddp.parameters(), run.lr)
     global_batch = run.global_batch
-    pairs = make_task(run.task, run.steps * global_batch, min_len=run.min_len, max_len=run.max_len,
-                      n_symbols=run.n_symbols, seed=run.seed)
+    pairs = make_task(
+        run.task,
+        run.steps * global_batch,
+        min_len=run.min_len,
+        max_len=run.max_len,
+        n_symbols=run.n_symbols,
+        seed=run.seed,
+    )
     rows = slice(rank * global_batch // world, (rank + 1) * global_batch // world)  # this process's shard
     losses, start = [], time.perf_counter()
     ddp.train()
@@ -162,8 +187,14 @@ def _train(run: DataParallelRun, out: str | Path | None, rank: int, world: int, 
         if backend:
             dist.all_reduce(total)  # for the log only: the summed loss of the whole global batch
         losses.append(total.item() / n_tokens)
-    result = {"rank": rank, "world_size": world, "backend": backend, "losses": losses,
-              "seconds": time.perf_counter() - start, "run": asdict(run)}
+    result = {
+        "rank": rank,
+        "world_size": world,
+        "backend": backend,
+        "losses": losses,
+        "seconds": time.perf_counter() - start,
+        "run": asdict(run),
+    }
     if out is not None:
         out = Path(out)
         save_checkpoint(model, out / f"rank{rank}.safetensors", extra=result)
@@ -174,9 +205,11 @@ def _train(run: DataParallelRun, out: str | Path | None, rank: int, world: int, 
 
 def main(argv: list[str] | None = None) -> dict:
     """Command-line entry point (``python -m transformer_lib.distributed --help``)."""
-    p = argparse.ArgumentParser(prog="python -m transformer_lib.distributed",
-                                description="Data-parallel training of a small Transformer on an algorithmic task; "
-                                            "start it with torchrun --nproc_per_node N for N processes.")
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_lib.distributed",
+        description="Data-parallel training of a small Transformer on an algorithmic task; "
+        "start it with torchrun --nproc_per_node N for N processes.",
+    )
     d = DataParallelRun()  # the defaults
     p.add_argument("--task", default=d.task, choices=TASKS)
     p.add_argument("--steps", type=int, default=d.steps)
@@ -193,13 +226,27 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--max-len", type=int, default=d.max_len)
     p.add_argument("--out", type=Path, help="folder for rank{r}.safetensors and history.json")
     a = p.parse_args(argv)
-    run = DataParallelRun(task=a.task, steps=a.steps, global_batch=a.global_batch, lr=a.lr, seed=a.seed,
-                          d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout,
-                          bias=not a.no_bias, n_symbols=a.n_symbols, max_len=a.max_len)
+    run = DataParallelRun(
+        task=a.task,
+        steps=a.steps,
+        global_batch=a.global_batch,
+        lr=a.lr,
+        seed=a.seed,
+        d_model=a.d_model,
+        n_heads=a.heads,
+        n_layers=a.layers,
+        d_ff=a.d_ff,
+        dropout=a.dropout,
+        bias=not a.no_bias,
+        n_symbols=a.n_symbols,
+        max_len=a.max_len,
+    )
     result = train_data_parallel(run, out=a.out)
     if result["rank"] == 0:
-        print(f"{result['world_size']} process(es), {len(result['losses'])} steps: loss {result['losses'][0]:.4f} -> "
-              f"{result['losses'][-1]:.4f} in {result['seconds']:.1f} s")
+        print(
+            f"{result['world_size']} process(es), {len(result['losses'])} steps: loss {result['losses'][0]:.4f} -> "
+            f"{result['losses'][-1]:.4f} in {result['seconds']:.1f} s"
+        )
     return result
 
 

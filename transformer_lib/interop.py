@@ -19,8 +19,14 @@ from torch import nn
 from .attention import AttentionImpl, MultiHeadAttention
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 
-__all__ = ["from_torch", "mha_from_torch", "encoder_layer_from_torch", "decoder_layer_from_torch",
-           "encoder_from_torch", "decoder_from_torch"]
+__all__ = [
+    "from_torch",
+    "mha_from_torch",
+    "encoder_layer_from_torch",
+    "decoder_layer_from_torch",
+    "encoder_from_torch",
+    "decoder_from_torch",
+]
 
 # our Residual wrapper -> torch's LayerNorm attribute, per layer kind
 _ENCODER_NORMS = [("attn_res", "norm1"), ("ff_res", "norm2")]
@@ -39,8 +45,14 @@ def mha_from_torch(mha: nn.MultiheadAttention, *, attn_impl: AttentionImpl = "sd
     if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
         raise ValueError("mha: kdim/vdim different from embed_dim, add_bias_kv and add_zero_attn are not supported")
     p = mha.in_proj_weight
-    ours = MultiHeadAttention(mha.embed_dim, mha.num_heads, mha.dropout, bias=mha.in_proj_bias is not None,
-                              attn_impl=attn_impl, batch_first=mha.batch_first).to(device=p.device, dtype=p.dtype)
+    ours = MultiHeadAttention(
+        mha.embed_dim,
+        mha.num_heads,
+        mha.dropout,
+        bias=mha.in_proj_bias is not None,
+        attn_impl=attn_impl,
+        batch_first=mha.batch_first,
+    ).to(device=p.device, dtype=p.dtype)
     with torch.no_grad():
         ours.qkv_proj.weight.copy_(p)
         ours.o_proj.weight.copy_(mha.out_proj.weight)
@@ -142,7 +154,12 @@ def _copy_norm(norm: nn.LayerNorm | None) -> nn.LayerNorm | None:
     """A copy of a stack's final LayerNorm (None stays None)."""
     if norm is None:
         return None
-    ours = nn.LayerNorm(norm.normalized_shape, eps=norm.eps, bias=norm.bias is not None,
-                        device=norm.weight.device, dtype=norm.weight.dtype)
+    ours = nn.LayerNorm(
+        norm.normalized_shape,
+        eps=norm.eps,
+        bias=norm.bias is not None,
+        device=norm.weight.device,
+        dtype=norm.weight.dtype,
+    )
     ours.load_state_dict(norm.state_dict())
     return ours

@@ -65,8 +65,12 @@ class KVCache:
             self._v = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
         elif self.length + new > self._k.shape[2]:  # grow by doubling when max_len was not known
             grow = max(self.length + new, 2 * self._k.shape[2])
-            self._k = torch.cat((self._k, self._k.new_empty(*self._k.shape[:2], grow - self._k.shape[2], self._k.shape[3])), 2)
-            self._v = torch.cat((self._v, self._v.new_empty(*self._v.shape[:2], grow - self._v.shape[2], self._v.shape[3])), 2)
+            self._k = torch.cat(
+                (self._k, self._k.new_empty(*self._k.shape[:2], grow - self._k.shape[2], self._k.shape[3])), 2
+            )
+            self._v = torch.cat(
+                (self._v, self._v.new_empty(*self._v.shape[:2], grow - self._v.shape[2], self._v.shape[3])), 2
+            )
         self._k[:, :, self.length : self.length + new] = k
         self._v[:, :, self.length : self.length + new] = v
         self.length += new
@@ -140,7 +144,12 @@ def cached_step(state: DecodingState, embed: Callable[..., Tensor], decoder: nn.
     if state.caches is None:
         raise ValueError("state: cached_step needs a state built with use_cache=True (state.caches is None)")
     new = state.tokens[:, state.fed :]  # (B, L - fed)
-    h = decoder(embed(new, offset=state.fed), state.memory, step_mask(new.shape[1], state.fed, new.device),
-                state.memory_mask, cache=state.caches)
+    h = decoder(
+        embed(new, offset=state.fed),
+        state.memory,
+        step_mask(new.shape[1], state.fed, new.device),
+        state.memory_mask,
+        cache=state.caches,
+    )
     state.fed = state.tokens.shape[1]
     return lm_head(h[:, -1])  # (B, V)

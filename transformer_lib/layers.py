@@ -109,13 +109,14 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(d_model, d_ff, dropout, activation, bias)
         self.ff_res = Residual(d_model, dropout, norm_first, layer_norm_eps, bias)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         h = self.attn_res.pre(x)
         h, weights = self.self_attn(h, h, h, mask, need_weights)
         x = self.attn_res.post(x, h)
         x = self.ff_res.post(x, self.ff(self.ff_res.pre(x)))
         return x, weights
-
 
 
 class DecoderLayer(nn.Module):
@@ -170,12 +171,12 @@ class DecoderLayer(nn.Module):
             if memory is None:
                 raise ValueError("memory: this decoder layer has cross-attention and needs the encoder output")
             h = self.cross_res.pre(y)
-            h, cross_w = self.cross_attn(h, memory, memory, cross_mask, need_weights,
-                                         None if cache is None else cache.cross_attn)
+            h, cross_w = self.cross_attn(
+                h, memory, memory, cross_mask, need_weights, None if cache is None else cache.cross_attn
+            )
             y = self.cross_res.post(y, h)
         y = self.ff_res.post(y, self.ff(self.ff_res.pre(y)))
         return y, self_w, cross_w
-
 
 
 @dataclass
@@ -221,8 +222,9 @@ class Encoder(_Stack):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return self.run(x, mask).last_hidden_state
 
-    def run(self, x: Tensor, mask: Tensor | None = None, *, need_weights: bool = False,
-            output_hidden_states: bool = False) -> EncoderOutput:
+    def run(
+        self, x: Tensor, mask: Tensor | None = None, *, need_weights: bool = False, output_hidden_states: bool = False
+    ) -> EncoderOutput:
         """Like ``forward``, optionally also returning each layer's attention weights and hidden states."""
         x = self._in("x", x)
         hidden = [x] if output_hidden_states else None
@@ -234,7 +236,6 @@ class Encoder(_Stack):
             if attentions is not None:
                 attentions.append(w)
         return EncoderOutput(self._out(x), hidden, attentions)
-
 
 
 class Decoder(_Stack):

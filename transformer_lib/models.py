@@ -97,14 +97,30 @@ class TransformerConfig:
         return asdict(self)
 
     def layer_kwargs(self) -> dict:
-        return dict(d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff, dropout=self.dropout,
-                    activation=self.activation, norm_first=self.norm_first, layer_norm_eps=self.layer_norm_eps,
-                    bias=self.bias, attn_impl=self.attn_impl)
+        return dict(
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            activation=self.activation,
+            norm_first=self.norm_first,
+            layer_norm_eps=self.layer_norm_eps,
+            bias=self.bias,
+            attn_impl=self.attn_impl,
+        )
 
     def embedding(self, vocab_size: int) -> InputEmbedding:
-        return InputEmbedding(vocab_size, self.d_model, self.max_len, positional=self.positional,
-                              dropout=self.dropout, scale=self.scale_embeddings, n_token_types=self.n_token_types,
-                              norm=self.embedding_norm, layer_norm_eps=self.layer_norm_eps)
+        return InputEmbedding(
+            vocab_size,
+            self.d_model,
+            self.max_len,
+            positional=self.positional,
+            dropout=self.dropout,
+            scale=self.scale_embeddings,
+            n_token_types=self.n_token_types,
+            norm=self.embedding_norm,
+            layer_norm_eps=self.layer_norm_eps,
+        )
 
     def final_norm(self) -> nn.LayerNorm | None:
         # pre-LN leaves the residual stream un-normalised, so the stack ends with one LayerNorm
@@ -180,8 +196,9 @@ class Transformer(nn.Module):
         check_token_ids("tgt", tgt, self.config.tgt_vocab_size, self.config.max_len)
         if src_mask is None and src is not None:
             src_mask = self.src_mask(src)
-        h, self_w, cross_w = self.decoder.run(self.tgt_embed(tgt), memory, self.tgt_mask(tgt), src_mask,
-                                              need_weights=need_weights)
+        h, self_w, cross_w = self.decoder.run(
+            self.tgt_embed(tgt), memory, self.tgt_mask(tgt), src_mask, need_weights=need_weights
+        )
         return (h, self_w, cross_w) if need_weights else h
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
@@ -195,8 +212,11 @@ class Transformer(nn.Module):
         mask = self.src_mask(src)
         enc = self.encoder.run(self.src_embed(src), mask, need_weights=True)
         _, self_w, cross_w = self.decode(tgt, enc.last_hidden_state, src_mask=mask, need_weights=True)
-        return {"encoder": torch.stack(enc.attentions), "decoder_self": torch.stack(self_w),
-                "cross": torch.stack(cross_w)}
+        return {
+            "encoder": torch.stack(enc.attentions),
+            "decoder_self": torch.stack(self_w),
+            "cross": torch.stack(cross_w),
+        }
 
     # -- incremental decoding (used by transformer_lib.decoding) ------------------------------------------------
     def start_decoding(self, src: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True) -> DecodingState:
@@ -251,9 +271,12 @@ class EncoderOnlyModel(nn.Module):
         """Hidden states of every position. ``attention_mask`` (B, S) bool/int, 1 = real token, overrides the
         mask built from ``pad_id``."""
         check_token_ids("ids", ids, self.config.src_vocab_size, self.config.max_len)
-        keep = padding_mask(ids, self.config.pad_id) if attention_mask is None else attention_mask.bool()[:, None, None, :]
-        return self.encoder.run(self.embed(ids, token_type_ids), keep, need_weights=need_weights,
-                                output_hidden_states=output_hidden_states)
+        keep = (
+            padding_mask(ids, self.config.pad_id) if attention_mask is None else attention_mask.bool()[:, None, None, :]
+        )
+        return self.encoder.run(
+            self.embed(ids, token_type_ids), keep, need_weights=need_weights, output_hidden_states=output_hidden_states
+        )
 
     def forward(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
         return self.head(self.encode(ids, token_type_ids).last_hidden_state)
@@ -272,8 +295,9 @@ class DecoderOnlyModel(nn.Module):
         self.config = c = _check_config(config)
         check_positive("config.n_decoder_layers", c.n_decoder_layers)
         self.embed = c.embedding(c.tgt_vocab_size)
-        self.decoder = Decoder([DecoderLayer(**c.layer_kwargs(), cross_attention=False)
-                                for _ in range(c.n_decoder_layers)], c.final_norm())
+        self.decoder = Decoder(
+            [DecoderLayer(**c.layer_kwargs(), cross_attention=False) for _ in range(c.n_decoder_layers)], c.final_norm()
+        )
         self.lm_head = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
         _init_weights(self)
         if c.tie_embeddings:
@@ -293,8 +317,10 @@ class DecoderOnlyModel(nn.Module):
         """The prompt (B, P), which must contain no padding, is the first input (``bos_id`` is not added)."""
         check_token_ids("prompt", prompt, self.config.tgt_vocab_size, self.config.max_len)
         if (prompt == self.config.pad_id).any():
-            raise ValueError("prompt: padded prompts are not supported for decoder-only generation; "
-                             "generate for equal-length prompts or one prompt at a time")
+            raise ValueError(
+                "prompt: padded prompts are not supported for decoder-only generation; "
+                "generate for equal-length prompts or one prompt at a time"
+            )
         caches = new_caches(len(self.decoder.layers), prompt.shape[1] + max_new_tokens) if use_cache else None
         return DecodingState(prompt.clone(), caches=caches)
 

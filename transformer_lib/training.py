@@ -21,8 +21,17 @@ from .decoding import greedy_decode
 from .tokenization.vocab import BOS_ID, EOS_ID, PAD_ID
 from .validation import check_positive, check_tensor
 
-__all__ = ["sequence_loss", "paper_adam", "noam_lr", "noam_schedule", "History", "train", "evaluate", "token_accuracy",
-           "exact_matches"]
+__all__ = [
+    "sequence_loss",
+    "paper_adam",
+    "noam_lr",
+    "noam_schedule",
+    "History",
+    "train",
+    "evaluate",
+    "token_accuracy",
+    "exact_matches",
+]
 
 # The paper trains with Adam, β1 = 0.9, β2 = 0.98, ε = 1e-9 (§5.3). The small β2 forgets old squared
 # gradients faster than the default 0.999, which keeps steps stable while the learning rate warms up.
@@ -46,11 +55,14 @@ def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID, label_s
     check_tensor("logits", logits, ndim=3, dtype="float")
     check_tensor("targets", targets, ndim=2, dtype="int")
     if logits.shape[:2] != targets.shape:
-        raise ValueError(f"targets: expected shape {tuple(logits.shape[:2])} to match logits, got {tuple(targets.shape)}")
+        raise ValueError(
+            f"targets: expected shape {tuple(logits.shape[:2])} to match logits, got {tuple(targets.shape)}"
+        )
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing: expected a value in [0, 1), got {label_smoothing}")
-    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=pad_id,
-                           label_smoothing=label_smoothing)
+    return F.cross_entropy(
+        logits.flatten(0, 1).float(), targets.flatten(), ignore_index=pad_id, label_smoothing=label_smoothing
+    )
 
 
 def token_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> tuple[int, int]:
@@ -66,8 +78,9 @@ def noam_lr(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def noam_schedule(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000,
-                  factor: float = 1.0) -> torch.optim.lr_scheduler.LambdaLR:
+def noam_schedule(
+    optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000, factor: float = 1.0
+) -> torch.optim.lr_scheduler.LambdaLR:
     """A scheduler setting the learning rate to :func:`noam_lr` (create the optimizer with ``lr=1.0``)."""
     check_positive("warmup_steps", warmup_steps)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: noam_lr(i + 1, d_model, warmup_steps, factor))
@@ -169,10 +182,12 @@ def exact_matches(outputs: list[list[int]], references: list[list[int]], eos_id:
     """How many generated ``outputs`` (without ``<bos>``), cut after their first ``<eos>``, equal their reference
     (target + ``<eos>``). Whatever follows ``<eos>`` (padding) does not count."""
     if len(outputs) != len(references):
-        raise ValueError(f"outputs, references: expected as many outputs as references, got {len(outputs)} and "
-                         f"{len(references)}")
-    return sum((out[: out.index(eos_id) + 1] if eos_id in out else out) == list(ref)
-               for out, ref in zip(outputs, references))
+        raise ValueError(
+            f"outputs, references: expected as many outputs as references, got {len(outputs)} and {len(references)}"
+        )
+    return sum(
+        (out[: out.index(eos_id) + 1] if eos_id in out else out) == list(ref) for out, ref in zip(outputs, references)
+    )
 
 
 @torch.no_grad()

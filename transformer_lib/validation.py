@@ -13,8 +13,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["check_tensor", "check_positive", "check_choice", "check_token_ids", "check_mask", "is_compiling", "check_int",
-           "check_at_least", "check_str", "check_texts", "check_index"]
+__all__ = [
+    "check_tensor",
+    "check_positive",
+    "check_choice",
+    "check_token_ids",
+    "check_mask",
+    "is_compiling",
+    "check_int",
+    "check_at_least",
+    "check_str",
+    "check_texts",
+    "check_index",
+]
 
 
 def is_compiling() -> bool:
@@ -42,11 +53,15 @@ def check_tensor(
             want = " or ".join(str(n) for n in allowed)
             raise ValueError(f"{name}: expected {want} dimensions, got shape {tuple(x.shape)}")
     if dtype is not None:
-        ok = {
-            "float": x.is_floating_point(),
-            "int": not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool,
-            "bool": x.dtype == torch.bool,
-        }.get(dtype, x.dtype == dtype) if isinstance(dtype, str) else x.dtype == dtype
+        ok = (
+            {
+                "float": x.is_floating_point(),
+                "int": not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool,
+                "bool": x.dtype == torch.bool,
+            }.get(dtype, x.dtype == dtype)
+            if isinstance(dtype, str)
+            else x.dtype == dtype
+        )
         if not ok:
             kind = {"float": "a floating-point", "int": "an integer", "bool": "a boolean"}.get(dtype, f"a {dtype}")
             raise TypeError(f"{name}: expected {kind} tensor, got dtype {x.dtype}")
@@ -102,12 +117,11 @@ def check_mask(name: str, mask: object, shape: Sequence[int]) -> Tensor:
             f"{name}: expected a boolean tensor (True = may attend), got dtype {mask.dtype}; "
             "convert with `mask.bool()` or build it with tl.padding_mask / tl.causal_mask"
         )
-    target = tuple(shape)[-mask.dim():]
+    target = tuple(shape)[-mask.dim() :]
     for got, want in zip(mask.shape, target):
         if got not in (1, want):
             raise ValueError(
-                f"{name}: shape {tuple(mask.shape)} does not broadcast to (batch, heads, q_len, k_len) = "
-                f"{tuple(shape)}"
+                f"{name}: shape {tuple(mask.shape)} does not broadcast to (batch, heads, q_len, k_len) = {tuple(shape)}"
             )
     return mask
 

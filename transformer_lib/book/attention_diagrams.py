@@ -17,8 +17,13 @@ from ..attention import MultiHeadAttention
 from .diagrams import Arrow, Box, block_diagram
 from .style import COLORS
 
-__all__ = ["scaled_dot_product_diagram", "notes_flowchart", "multi_head_diagram", "projection_diagram",
-           "cross_attention_diagram"]
+__all__ = [
+    "scaled_dot_product_diagram",
+    "notes_flowchart",
+    "multi_head_diagram",
+    "projection_diagram",
+    "cross_attention_diagram",
+]
 
 GREY, ORANGE, BLUE, GREEN, RED, PURPLE = COLORS[5], COLORS[1], COLORS[0], COLORS[2], COLORS[3], COLORS[4]
 
@@ -36,8 +41,14 @@ def _shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(n) for n in t.shape) + ")"
 
 
-def scaled_dot_product_diagram(attn: MultiHeadAttention, *, notes_terms: bool = False, title: str | None = None,
-                               height: int = 480, backend: str = "plotly"):
+def scaled_dot_product_diagram(
+    attn: MultiHeadAttention,
+    *,
+    notes_terms: bool = False,
+    title: str | None = None,
+    height: int = 480,
+    backend: str = "plotly",
+):
     """Figure 2, left: Q and K → MatMul → Scale → Mask (optional) → SoftMax → MatMul with V, for one head of
     ``attn``. The scale is the module's own, 1/√d_k with d_k = ``attn.d_head``; the shapes are one head's.
     ``notes_terms`` adds the study notes' name of each step (their flowchart, 004) under the paper's."""
@@ -51,21 +62,67 @@ def scaled_dot_product_diagram(attn: MultiHeadAttention, *, notes_terms: bool = 
         Box("q", f"Q\n(T, {d_k})", -1.5, 0, 1.2, 0.62, BLUE, hover="one head's queries: T positions × d_k"),
         Box("k", f"K\n(S, {d_k})", 0.0, 0, 1.2, 0.62, BLUE, hover="one head's keys: S positions × d_k"),
         Box("v", f"V\n(S, {d_k})", 2.1, 0, 1.2, 0.62, BLUE, hover="one head's values: S positions × d_v"),
-        Box("matmul", f"MatMul: Q Kᵀ{terms['matmul']}", -0.75, 1.0, w, 0.62, PURPLE,
-            hover="(T, S) scores: one dot product per (query, key) pair"),
-        Box("scale", f"Scale: ÷ √{d_k} = ÷ {root_text}{terms['scale']}", -0.75, 1.9, w, 0.62, ORANGE,
-            hover=f"d_k = {d_k} read from the module (d_head); keeps the scores' variance near 1, §3.2.1"),
-        Box("mask", f"Mask (optional){terms['mask']}", -0.75, 2.8, w, 0.62, GREY,
-            hover="blocked (query, key) pairs get -inf, so exactly zero weight"),
-        Box("softmax", f"SoftMax (rows sum to 1){terms['softmax']}", -0.75, 3.7, w, 0.62, RED,
-            hover="(T, S) weights: row i is query i's distribution over the S keys"),
-        Box("out", f"MatMul with V → (T, {d_k}){terms['out']}", -0.75, 4.6, w, 0.62, PURPLE,
-            hover="each query's output: a weighted average of the value rows"),
+        Box(
+            "matmul",
+            f"MatMul: Q Kᵀ{terms['matmul']}",
+            -0.75,
+            1.0,
+            w,
+            0.62,
+            PURPLE,
+            hover="(T, S) scores: one dot product per (query, key) pair",
+        ),
+        Box(
+            "scale",
+            f"Scale: ÷ √{d_k} = ÷ {root_text}{terms['scale']}",
+            -0.75,
+            1.9,
+            w,
+            0.62,
+            ORANGE,
+            hover=f"d_k = {d_k} read from the module (d_head); keeps the scores' variance near 1, §3.2.1",
+        ),
+        Box(
+            "mask",
+            f"Mask (optional){terms['mask']}",
+            -0.75,
+            2.8,
+            w,
+            0.62,
+            GREY,
+            hover="blocked (query, key) pairs get -inf, so exactly zero weight",
+        ),
+        Box(
+            "softmax",
+            f"SoftMax (rows sum to 1){terms['softmax']}",
+            -0.75,
+            3.7,
+            w,
+            0.62,
+            RED,
+            hover="(T, S) weights: row i is query i's distribution over the S keys",
+        ),
+        Box(
+            "out",
+            f"MatMul with V → (T, {d_k}){terms['out']}",
+            -0.75,
+            4.6,
+            w,
+            0.62,
+            PURPLE,
+            hover="each query's output: a weighted average of the value rows",
+        ),
     ]
-    arrows = [("q", "matmul"), ("k", "matmul"), ("matmul", "scale", "(T, S)"), ("scale", "mask"),
-              ("mask", "softmax"), ("softmax", "out"), Arrow("v", "out", route="vh")]
-    default = "The notes' flowchart (004)" if notes_terms else \
-        f"One head, d_k = {d_k}"
+    arrows = [
+        ("q", "matmul"),
+        ("k", "matmul"),
+        ("matmul", "scale", "(T, S)"),
+        ("scale", "mask"),
+        ("mask", "softmax"),
+        ("softmax", "out"),
+        Arrow("v", "out", route="vh"),
+    ]
+    default = "The notes' flowchart (004)" if notes_terms else f"One head, d_k = {d_k}"
     return block_diagram(boxes, arrows, title=title or default, height=height, backend=backend, design_width=360)
 
 
@@ -75,8 +132,9 @@ def notes_flowchart(attn: MultiHeadAttention, **kwargs):
     return scaled_dot_product_diagram(attn, notes_terms=True, **kwargs)
 
 
-def multi_head_diagram(mha: MultiHeadAttention, *, title: str | None = None, height: int = 460,
-                       backend: str = "plotly"):
+def multi_head_diagram(
+    mha: MultiHeadAttention, *, title: str | None = None, height: int = 460, backend: str = "plotly"
+):
     """Figure 2, right: V, K, Q → their linear projections → h heads of scaled dot-product attention in parallel
     → Concat → linear W^O. h, d_k and every width are read from ``mha`` (up to 8 heads are drawn one by one;
     more are drawn as the first three, "…", the last two)."""
@@ -86,29 +144,89 @@ def multi_head_diagram(mha: MultiHeadAttention, *, title: str | None = None, hei
     boxes = [Box(n, n, x, 0, 1.2, 0.5, GREY, hover=f"(B, ·, {C})") for n, x in (("V", -2.0), ("K", 0.0), ("Q", 2.0))]
     for name, x in (("V", -2.0), ("K", 0.0), ("Q", 2.0)):
         rows = {"Q": f"0:{C}", "K": f"{C}:{2 * C}", "V": f"{2 * C}:{3 * C}"}[name]
-        boxes.append(Box(f"W{name}", f"Linear W<sup>{name}</sup>\n{C} → {C}", x, 0.95, 1.8, 0.62, ORANGE,
-                         hover=f"rows {rows} of the fused qkv_proj weight {tuple(mha.qkv_proj.weight.shape)}"))
+        boxes.append(
+            Box(
+                f"W{name}",
+                f"Linear W<sup>{name}</sup>\n{C} → {C}",
+                x,
+                0.95,
+                1.8,
+                0.62,
+                ORANGE,
+                hover=f"rows {rows} of the fused qkv_proj weight {tuple(mha.qkv_proj.weight.shape)}",
+            )
+        )
     shown = [str(i) for i in range(1, h + 1)] if h <= 8 else ["1", "2", "3", "…", str(h - 1), str(h)]
     width = 5.8 / len(shown)
     for j, label in enumerate(shown):
-        boxes.append(Box(f"head{label}" if label != "…" else "head_more", label, -2.9 + width * (j + 0.5), 2.05,
-                         width * 0.8, 0.5, BLUE,
-                         hover=f"head {label}: softmax(Q_i K_iᵀ / √{d_k}) V_i on {d_k} dimensions" if label != "…"
-                         else f"heads 4 to {h - 2}"))
-    boxes.append(Box("heads", f"h = {h} heads of scaled dot-product attention, d_k = {d_k}", 0, 2.2, 6.3, 1.15,
-                     BLUE, frame=True, font_size=11))
-    boxes += [Box("concat", f"Concat: {h} × {d_k} = {h * d_k}", 0, 3.3, 3.0, 0.55, PURPLE,
-                  hover="the heads' outputs side by side: (B, T, h·d_k)"),
-              Box("WO", f"Linear W<sup>O</sup>\n{in_features} → {out_features}", 0, 4.2, 3.0, 0.62, ORANGE,
-                  hover=f"o_proj, weight {tuple(mha.o_proj.weight.shape)}")]
-    arrows = [(n, f"W{n}") for n in "VKQ"] + [Arrow(f"W{n}", "heads") for n in "VKQ"] + \
-        [("heads", "concat"), ("concat", "WO")]
-    return block_diagram(boxes, arrows, title=title or f"Multi-head attention, h = {h}",
-                         height=height, backend=backend, design_width=360)
+        boxes.append(
+            Box(
+                f"head{label}" if label != "…" else "head_more",
+                label,
+                -2.9 + width * (j + 0.5),
+                2.05,
+                width * 0.8,
+                0.5,
+                BLUE,
+                hover=f"head {label}: softmax(Q_i K_iᵀ / √{d_k}) V_i on {d_k} dimensions"
+                if label != "…"
+                else f"heads 4 to {h - 2}",
+            )
+        )
+    boxes.append(
+        Box(
+            "heads",
+            f"h = {h} heads of scaled dot-product attention, d_k = {d_k}",
+            0,
+            2.2,
+            6.3,
+            1.15,
+            BLUE,
+            frame=True,
+            font_size=11,
+        )
+    )
+    boxes += [
+        Box(
+            "concat",
+            f"Concat: {h} × {d_k} = {h * d_k}",
+            0,
+            3.3,
+            3.0,
+            0.55,
+            PURPLE,
+            hover="the heads' outputs side by side: (B, T, h·d_k)",
+        ),
+        Box(
+            "WO",
+            f"Linear W<sup>O</sup>\n{in_features} → {out_features}",
+            0,
+            4.2,
+            3.0,
+            0.62,
+            ORANGE,
+            hover=f"o_proj, weight {tuple(mha.o_proj.weight.shape)}",
+        ),
+    ]
+    arrows = (
+        [(n, f"W{n}") for n in "VKQ"]
+        + [Arrow(f"W{n}", "heads") for n in "VKQ"]
+        + [("heads", "concat"), ("concat", "WO")]
+    )
+    return block_diagram(
+        boxes, arrows, title=title or f"Multi-head attention, h = {h}", height=height, backend=backend, design_width=360
+    )
 
 
-def projection_diagram(mha: MultiHeadAttention, batch: int = 2, length: int = 5, *, title: str | None = None,
-                       height: int = 460, backend: str = "plotly"):
+def projection_diagram(
+    mha: MultiHeadAttention,
+    batch: int = 2,
+    length: int = 5,
+    *,
+    title: str | None = None,
+    height: int = 460,
+    backend: str = "plotly",
+):
     """Q, K and V made from x: one product with the fused weight ``qkv_proj`` ([W^Q; W^K; W^V]), then each split
     into heads. A real (batch, length, d_model) tensor goes through ``mha.qkv_proj`` and ``mha._split``; every
     shape on the picture is the shape it took."""
@@ -123,25 +241,65 @@ def projection_diagram(mha: MultiHeadAttention, batch: int = 2, length: int = 5,
         parts = qkv.chunk(3, dim=-1)  # 3 x (B, T, C)
         heads = [mha._split(p) for p in parts]  # 3 x (B, H, T, D)
     C = mha.d_model
-    boxes = [Box("x", f"x {_shape(x)}\n(B, T, d_model)", 0, 0, 3.0, 0.62, GREY),
-             Box("qkv", f"qkv_proj: one Linear\nweight {tuple(weight.shape)} = "
-                        "[W<sup>Q</sup>; W<sup>K</sup>; W<sup>V</sup>]", 0, 1.0, 4.2, 0.62,
-                 ORANGE, hover=f"x @ weight.T: {_shape(x)} → {_shape(qkv)}, one product for all three"),
-             Box("out", f"{_shape(qkv)}: chunk into three", 0, 1.95, 3.4, 0.5, ORANGE)]
+    boxes = [
+        Box("x", f"x {_shape(x)}\n(B, T, d_model)", 0, 0, 3.0, 0.62, GREY),
+        Box(
+            "qkv",
+            f"qkv_proj: one Linear\nweight {tuple(weight.shape)} = [W<sup>Q</sup>; W<sup>K</sup>; W<sup>V</sup>]",
+            0,
+            1.0,
+            4.2,
+            0.62,
+            ORANGE,
+            hover=f"x @ weight.T: {_shape(x)} → {_shape(qkv)}, one product for all three",
+        ),
+        Box("out", f"{_shape(qkv)}: chunk into three", 0, 1.95, 3.4, 0.5, ORANGE),
+    ]
     arrows = [("x", "qkv"), ("qkv", "out")]
     for i, (name, part, head) in enumerate(zip("QKV", parts, heads)):
         x_pos = (i - 1) * 1.7
-        boxes += [Box(name, f"{name}\n{_shape(part)}", x_pos, 2.95, 1.5, 0.62, BLUE,
-                      hover=f"rows {i * C}:{(i + 1) * C} of the weight (W<sup>{name}</sup>)"),
-                  Box(f"{name}_heads", f"{mha.n_heads} heads\n{_shape(head)}", x_pos, 4.15, 1.5, 0.62, BLUE,
-                      hover=f"view (B, T, H, D), transpose → (B, H, T, D): {mha.n_heads} heads of {mha.d_head}")]
+        boxes += [
+            Box(
+                name,
+                f"{name}\n{_shape(part)}",
+                x_pos,
+                2.95,
+                1.5,
+                0.62,
+                BLUE,
+                hover=f"rows {i * C}:{(i + 1) * C} of the weight (W<sup>{name}</sup>)",
+            ),
+            Box(
+                f"{name}_heads",
+                f"{mha.n_heads} heads\n{_shape(head)}",
+                x_pos,
+                4.15,
+                1.5,
+                0.62,
+                BLUE,
+                hover=f"view (B, T, H, D), transpose → (B, H, T, D): {mha.n_heads} heads of {mha.d_head}",
+            ),
+        ]
         arrows += [("out", name), (name, f"{name}_heads", "split" if i == 2 else "")]
-    return block_diagram(boxes, arrows, height=height, backend=backend, design_width=360,
-                         title=title or f"Q, K, V: {mha.n_heads} heads of {mha.d_head}")
+    return block_diagram(
+        boxes,
+        arrows,
+        height=height,
+        backend=backend,
+        design_width=360,
+        title=title or f"Q, K, V: {mha.n_heads} heads of {mha.d_head}",
+    )
 
 
-def cross_attention_diagram(attn: nn.Module, tgt_len: int = 4, src_len: int = 6, *, title: str | None = None,
-                            height: int = 480, backend: str = "plotly"):
+def cross_attention_diagram(
+    attn: nn.Module,
+    tgt_len: int = 4,
+    src_len: int = 6,
+    *,
+    title: str | None = None,
+    height: int = 480,
+    backend: str = "plotly",
+):
     """Cross-attention's data flow: queries from the decoder (T positions), keys and values from the encoder's
     memory (S positions), weights T × S, output with the target's length. ``attn`` is a decoder layer (its
     ``cross_attn`` is used) or a MultiHeadAttention; real tensors of lengths T and S go through it, and the
@@ -167,13 +325,29 @@ def cross_attention_diagram(attn: nn.Module, tgt_len: int = 4, src_len: int = 6,
     finally:
         attn.train(was_training)
     H, D = attn.n_heads, attn.d_head
-    boxes = [Box("y", f"decoder states Y\n{_shape(y)}: T = {tgt_len}", -1.6, 0, 2.8, 0.62, ORANGE),
-             Box("memory", f"encoder memory M\n{_shape(memory)}: S = {src_len}", 1.6, 0, 2.8, 0.62, GREEN),
-             Box("q", f"Q = Y W<sup>Q</sup>\n(1, {H}, {tgt_len}, {D})", -1.6, 1.1, 2.8, 0.62, ORANGE),
-             Box("kv", f"K, V from M\n(1, {H}, {src_len}, {D}) each", 1.6, 1.1, 2.8, 0.62, GREEN),
-             Box("weights", f"weights softmax(Q Kᵀ / √{D})\n{_shape(weights)}: T × S", 0, 2.25, 3.6, 0.62, BLUE,
-                 hover="row i: how target position i spreads its attention over the S source positions"),
-             Box("out", f"output, W<sup>O</sup>\n{_shape(out)}: T rows", 0, 3.35, 3.6, 0.62, PURPLE)]
+    boxes = [
+        Box("y", f"decoder states Y\n{_shape(y)}: T = {tgt_len}", -1.6, 0, 2.8, 0.62, ORANGE),
+        Box("memory", f"encoder memory M\n{_shape(memory)}: S = {src_len}", 1.6, 0, 2.8, 0.62, GREEN),
+        Box("q", f"Q = Y W<sup>Q</sup>\n(1, {H}, {tgt_len}, {D})", -1.6, 1.1, 2.8, 0.62, ORANGE),
+        Box("kv", f"K, V from M\n(1, {H}, {src_len}, {D}) each", 1.6, 1.1, 2.8, 0.62, GREEN),
+        Box(
+            "weights",
+            f"weights softmax(Q Kᵀ / √{D})\n{_shape(weights)}: T × S",
+            0,
+            2.25,
+            3.6,
+            0.62,
+            BLUE,
+            hover="row i: how target position i spreads its attention over the S source positions",
+        ),
+        Box("out", f"output, W<sup>O</sup>\n{_shape(out)}: T rows", 0, 3.35, 3.6, 0.62, PURPLE),
+    ]
     arrows = [("y", "q"), ("memory", "kv"), ("q", "weights"), ("kv", "weights"), ("weights", "out")]
-    return block_diagram(boxes, arrows, height=height, backend=backend, design_width=360,
-                         title=title or f"Cross-attention: T = {tgt_len}, S = {src_len}")
+    return block_diagram(
+        boxes,
+        arrows,
+        height=height,
+        backend=backend,
+        design_width=360,
+        title=title or f"Cross-attention: T = {tgt_len}, S = {src_len}",
+    )

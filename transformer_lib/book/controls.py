@@ -39,8 +39,9 @@ def _combinations(choices: Mapping[str, Sequence[Any]], initial: Mapping[str, An
     return combos, start
 
 
-def precomputed_html(render: Callable[..., str], choices: Mapping[str, Sequence[Any]], *,
-                     initial: Mapping[str, Any] | None = None):
+def precomputed_html(
+    render: Callable[..., str], choices: Mapping[str, Sequence[Any]], *, initial: Mapping[str, Any] | None = None
+):
     """An HTML twin of a live control: ``render(**values)`` (an HTML string) for every combination of
     ``choices``, with one menu per argument that shows the matching view in the page (a few lines of inline
     JavaScript, no kernel, no library). Returns an ``IPython.display.HTML`` object.
@@ -56,6 +57,7 @@ def precomputed_html(render: Callable[..., str], choices: Mapping[str, Sequence[
         if not isinstance(text, str):
             raise TypeError(f"render: expected an HTML string for {combo}, got {type(text).__name__}")
         views.append(text)
+
     def key(combo: dict) -> str:  # what the page's script builds: JSON.stringify of the menus' values
         values = [str(v) for v in combo.values()]
         return html.escape(json.dumps(values, separators=(",", ":"), ensure_ascii=False), quote=True)
@@ -63,11 +65,14 @@ def precomputed_html(render: Callable[..., str], choices: Mapping[str, Sequence[
     uid = "tl-choice-" + hashlib.sha1("".join(views).encode()).hexdigest()[:10]  # stable across builds
     menus = []
     for name, values in choices.items():
-        options = "".join(f"<option{' selected' if v == combos[start][name] else ''}>{html.escape(str(v))}</option>"
-                          for v in values)
+        options = "".join(
+            f"<option{' selected' if v == combos[start][name] else ''}>{html.escape(str(v))}</option>" for v in values
+        )
         menus.append(f"<label style='margin-right:1em'>{html.escape(name)} <select>{options}</select></label>")
-    panes = "".join(f"<div data-view=\"{key(c)}\"{'' if i == start else ' hidden'}>{v}</div>"
-                    for i, (c, v) in enumerate(zip(combos, views)))
+    panes = "".join(
+        f'<div data-view="{key(c)}"{"" if i == start else " hidden"}>{v}</div>'
+        for i, (c, v) in enumerate(zip(combos, views))
+    )
     script = (
         "<script>(function () {\n"
         f"  var root = document.getElementById('{uid}'), menus = root.querySelectorAll('select');\n"
@@ -82,8 +87,13 @@ def precomputed_html(render: Callable[..., str], choices: Mapping[str, Sequence[
     return HTML(f"<div id='{uid}' class='tl-precomputed'><div>{''.join(menus)}</div>{panes}</div>{script}")
 
 
-def precomputed(draw: Callable[..., go.Figure], choices: Mapping[str, Sequence[Any]], *,
-                initial: Mapping[str, Any] | None = None, label: str | None = None) -> go.Figure:
+def precomputed(
+    draw: Callable[..., go.Figure],
+    choices: Mapping[str, Sequence[Any]],
+    *,
+    initial: Mapping[str, Any] | None = None,
+    label: str | None = None,
+) -> go.Figure:
     """One figure holding ``draw(**values)`` for every combination of ``choices``, with a control to switch.
 
     With one argument the control is a slider over its values; with several, a menu of the combinations.
@@ -126,17 +136,38 @@ def precomputed(draw: Callable[..., go.Figure], choices: Mapping[str, Sequence[A
             text = str(combos[i][names[0]])
         else:
             text = ", ".join(f"{n}={v}" for n, v in combos[i].items())
-        return dict(method="update", args=[{"visible": visible}, {"title.text": titles[i], "annotations": notes[i]}],
-                    label=text)
+        return dict(
+            method="update", args=[{"visible": visible}, {"title.text": titles[i], "annotations": notes[i]}], label=text
+        )
 
     prefix = label or ", ".join(names)
     if len(names) == 1:
-        out.update_layout(sliders=[dict(active=start, steps=[step(i) for i in range(len(combos))],
-                                        currentvalue=dict(prefix=f"{prefix}: "), pad=dict(t=50))])
+        out.update_layout(
+            sliders=[
+                dict(
+                    active=start,
+                    steps=[step(i) for i in range(len(combos))],
+                    currentvalue=dict(prefix=f"{prefix}: "),
+                    pad=dict(t=50),
+                )
+            ]
+        )
     else:
         # below the plot, clear of the title; it opens upwards, over the plot, not off the page
-        out.update_layout(updatemenus=[dict(type="dropdown", active=start, buttons=[step(i) for i in range(len(combos))],
-                                            x=0, xanchor="left", y=-0.22, yanchor="top", direction="up",
-                                            pad=dict(t=4))],
-                          margin=dict(b=110))
+        out.update_layout(
+            updatemenus=[
+                dict(
+                    type="dropdown",
+                    active=start,
+                    buttons=[step(i) for i in range(len(combos))],
+                    x=0,
+                    xanchor="left",
+                    y=-0.22,
+                    yanchor="top",
+                    direction="up",
+                    pad=dict(t=4),
+                )
+            ],
+            margin=dict(b=110),
+        )
     return out

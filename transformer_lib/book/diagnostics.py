@@ -54,6 +54,7 @@ MaskMethod = Literal["multiply_after", "multiply_before", "add_neg_inf", "add_fi
 
 # --- Chapter 5: masks ------------------------------------------------------------------------------------------
 
+
 def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Tensor:
     """Four ways of masking a softmax that a from-scratch implementation might use, without any safeguard.
 
@@ -78,8 +79,9 @@ def naive_masked_softmax(scores: Tensor, mask: Tensor, method: MaskMethod) -> Te
     try:
         torch.broadcast_shapes(mask.shape, scores.shape)
     except RuntimeError:
-        raise ValueError(f"mask: shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-                         f"{tuple(scores.shape)}") from None
+        raise ValueError(
+            f"mask: shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
+        ) from None
     check_choice("method", method, ("multiply_after", "multiply_before", "add_neg_inf", "add_finfo_min"))
     if method == "multiply_after":
         return scores.softmax(dim=-1) * mask.to(scores.dtype)
@@ -128,8 +130,16 @@ class PeekingDecoderOnlyModel(DecoderOnlyModel):
         return super().start_decoding(prompt, bos_id, max_new_tokens, use_cache=False)
 
 
-def copy_sequences(n: int, length: int, n_symbols: int = 10, *, bos_id: int = BOS_ID, eos_id: int = EOS_ID,
-                   first_symbol: int = 4, seed: int = 0) -> Tensor:
+def copy_sequences(
+    n: int,
+    length: int,
+    n_symbols: int = 10,
+    *,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+    first_symbol: int = 4,
+    seed: int = 0,
+) -> Tensor:
     """Sequences ``<bos> x_1 .. x_length x_1 .. x_length <eos>`` with random symbols: a language-model copy task.
 
     The first half cannot be predicted (uniform random); the second half and ``<eos>`` are fully determined by
@@ -155,8 +165,9 @@ def copy_loss_floor(length: int, n_symbols: int) -> float:
     return length * math.log(n_symbols) / (2 * length + 1)
 
 
-def causal_lm_step(model: nn.Module, batch: Tensor | tuple | list, label_smoothing: float = 0.0
-                   ) -> tuple[Tensor, Tensor, Tensor]:
+def causal_lm_step(
+    model: nn.Module, batch: Tensor | tuple | list, label_smoothing: float = 0.0
+) -> tuple[Tensor, Tensor, Tensor]:
     """A ``step_fn`` for :func:`~transformer_lib.training.train` with decoder-only models: predict token t+1
     from tokens <= t. ``batch`` is a (B, T+1) id tensor (or a 1-element tuple/list holding one).
 
@@ -172,8 +183,10 @@ def causal_lm_step(model: nn.Module, batch: Tensor | tuple | list, label_smoothi
 
 # --- Chapter 6: multi-head attention and parameter counts ------------------------------------------------------
 
-def heads_one_by_one(mha: MultiHeadAttention, query: Tensor, key: Tensor, value: Tensor,
-                     mask: Tensor | None = None) -> Tensor:
+
+def heads_one_by_one(
+    mha: MultiHeadAttention, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
+) -> Tensor:
     """Multi-head attention with an explicit loop over heads, using ``mha``'s weights: for head i, project with
     the rows i·D:(i+1)·D of W^Q, W^K, W^V, attend, then concatenate the H outputs and apply W^O.
 
@@ -189,17 +202,27 @@ def heads_one_by_one(mha: MultiHeadAttention, query: Tensor, key: Tensor, value:
     heads = []
     for i in range(mha.n_heads):
         rows = [slice(part * C + i * D, part * C + (i + 1) * D) for part in range(3)]  # head i's rows of Q, K, V
-        q, k, v = (F.linear(x, W[r], None if b is None else b[r])[:, None]  # (B, 1, T or S, D)
-                   for x, r in zip((query, key, value), rows))
+        q, k, v = (
+            F.linear(x, W[r], None if b is None else b[r])[:, None]  # (B, 1, T or S, D)
+            for x, r in zip((query, key, value), rows)
+        )
         m = mask[:, i : i + 1] if mask is not None and mask.dim() == 4 and mask.shape[1] > 1 else mask
         out, _ = scaled_dot_product_attention(q, k, v, m, impl="eager")  # (B, 1, T, D)
         heads.append(out[:, 0])  # (B, T, D)
     return mha.o_proj(torch.cat(heads, dim=-1))  # concat -> (B, T, C), then W^O
 
 
-_COMPONENTS = ["embeddings", "encoder self-attention", "encoder feed-forward", "encoder layer norms",
-               "decoder self-attention", "decoder cross-attention", "decoder feed-forward", "decoder layer norms",
-               "output layer"]
+_COMPONENTS = [
+    "embeddings",
+    "encoder self-attention",
+    "encoder feed-forward",
+    "encoder layer norms",
+    "decoder self-attention",
+    "decoder cross-attention",
+    "decoder feed-forward",
+    "decoder layer norms",
+    "output layer",
+]
 
 
 def count_parameters(model: nn.Module) -> dict[str, int]:
@@ -258,6 +281,7 @@ def transformer_parameter_formula(config: TransformerConfig) -> dict[str, int]:
 
 # --- Chapter 6b: LayerNorm against BatchNorm; post-LN against pre-LN ---------------------------------------------
 
+
 def normalize(x: Tensor, kind: Literal["layer", "batch"], eps: float = 1e-5) -> Tensor:
     """Training-mode normalisation without learned scale/shift, to compare the axes.
 
@@ -301,8 +325,9 @@ def layer_gradient_norms(model: DecoderOnlyModel, ids: Tensor, param: str = "ff.
         raise TypeError(f"model: expected a tl.DecoderOnlyModel, got {type(model).__name__}")
     names = dict(model.decoder.layers[0].named_parameters())
     if param not in names:
-        raise ValueError(f"param: expected a parameter name of a decoder layer, e.g. {sorted(names)[:3]}, "
-                         f"got {param!r}")
+        raise ValueError(
+            f"param: expected a parameter name of a decoder layer, e.g. {sorted(names)[:3]}, got {param!r}"
+        )
     model.zero_grad(set_to_none=True)
     loss, _, _ = causal_lm_step(model, ids)
     loss.backward()
@@ -311,8 +336,15 @@ def layer_gradient_norms(model: DecoderOnlyModel, ids: Tensor, param: str = "ff.
     return norms.detach()
 
 
-def init_gradient_norms(config: TransformerConfig, *, n_seeds: int = 8, batch_size: int = 16, seq_len: int = 32,
-                        param: str = "ff.linear2.weight", device: torch.device | str | None = None) -> Tensor:
+def init_gradient_norms(
+    config: TransformerConfig,
+    *,
+    n_seeds: int = 8,
+    batch_size: int = 16,
+    seq_len: int = 32,
+    param: str = "ff.linear2.weight",
+    device: torch.device | str | None = None,
+) -> Tensor:
     """Per-layer gradient norms of ``param`` at initialisation, averaged over ``n_seeds`` freshly initialised
     :class:`~transformer_lib.models.DecoderOnlyModel` s fed uniformly random tokens (as in Xiong et al., 2020).
     Compare ``config`` with ``norm_first=False`` (post-LN) and ``True`` (pre-LN). Dropout is switched off.

@@ -69,8 +69,7 @@ def _as_arrow(arrow: Arrow | tuple, names: dict) -> Arrow:
     if isinstance(arrow, tuple) and len(arrow) in (2, 3):
         arrow = Arrow(*arrow)
     if not isinstance(arrow, Arrow) or arrow.src not in names or arrow.dst not in names:
-        raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(names)}, "
-                         f"got {arrow!r}")
+        raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(names)}, got {arrow!r}")
     if arrow.route not in ("auto", "vh", "hv"):
         raise ValueError(f"arrows: route must be 'auto', 'vh' or 'hv', got {arrow.route!r}")
     return arrow
@@ -94,8 +93,15 @@ def _points(a: Box, b: Box, route: str) -> list[tuple[float, float]]:
     return [(x0, a.y + up * a.height / 2), (x1, b.y - up * b.height / 2)]
 
 
-def layout_diagram(fig: go.Figure, x_range: tuple[float, float], y_range: tuple[float, float], *,
-                   title: str | None, height: int, design_width: int) -> go.Figure:
+def layout_diagram(
+    fig: go.Figure,
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    *,
+    title: str | None,
+    height: int,
+    design_width: int,
+) -> go.Figure:
     """Hidden axes over the given ranges, a white page, and the width the labels were sized for: on a narrower
     screen the site shrinks the labels with the boxes (``meta.fit_text_width``, book/_static/plotly-theme.js)."""
     lines = 0 if not title else 1
@@ -103,16 +109,29 @@ def layout_diagram(fig: go.Figure, x_range: tuple[float, float], y_range: tuple[
         spaces = [i for i, c in enumerate(title) if c == " "]
         if spaces:
             cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
-            title, lines = title[:cut] + "<br>" + title[cut + 1:], 2
+            title, lines = title[:cut] + "<br>" + title[cut + 1 :], 2
     fig.update_xaxes(visible=False, range=list(x_range), fixedrange=True)
     fig.update_yaxes(visible=False, range=list(y_range), fixedrange=True)
-    fig.update_layout(title=title, height=height, plot_bgcolor="white", showlegend=False,
-                      margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10), meta=dict(fit_text_width=design_width))
+    fig.update_layout(
+        title=title,
+        height=height,
+        plot_bgcolor="white",
+        showlegend=False,
+        margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10),
+        meta=dict(fit_text_width=design_width),
+    )
     return fig
 
 
-def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...] | Arrow] = (), *, title: str | None = None,
-                  height: int = 560, backend: str = "plotly", design_width: int = 720):
+def block_diagram(
+    boxes: Sequence[Box],
+    arrows: Sequence[tuple[str, ...] | Arrow] = (),
+    *,
+    title: str | None = None,
+    height: int = 560,
+    backend: str = "plotly",
+    design_width: int = 720,
+):
     """Boxes joined by arrows: an architecture drawn by code, no image file.
 
     An arrow is ``(from_name, to_name)``, ``(from_name, to_name, label)`` or an :class:`Arrow`; by default it runs
@@ -133,30 +152,74 @@ def block_diagram(boxes: Sequence[Box], arrows: Sequence[tuple[str, ...] | Arrow
     fig = go.Figure()
     for b in sorted(boxes, key=lambda b: not b.frame):  # frames first, underneath
         color = "#c8c8c8" if b.dim else b.color
-        fig.add_shape(type="rect", name=b.name, x0=b.x - b.width / 2, x1=b.x + b.width / 2,
-                      y0=b.y - b.height / 2, y1=b.y + b.height / 2, fillcolor=None if b.frame else color,
-                      line=dict(color=color, dash="dash" if b.frame else "solid", width=1 if b.dim else 1.5),
-                      opacity=1.0 if b.frame else (0.12 if b.dim else 0.3), layer="below")
+        fig.add_shape(
+            type="rect",
+            name=b.name,
+            x0=b.x - b.width / 2,
+            x1=b.x + b.width / 2,
+            y0=b.y - b.height / 2,
+            y1=b.y + b.height / 2,
+            fillcolor=None if b.frame else color,
+            line=dict(color=color, dash="dash" if b.frame else "solid", width=1 if b.dim else 1.5),
+            opacity=1.0 if b.frame else (0.12 if b.dim else 0.3),
+            layer="below",
+        )
     for b in boxes:
         if b.frame:
-            fig.add_annotation(name=b.name, x=b.x - b.width / 2, y=b.y + b.height / 2, text=b.label, showarrow=False,
-                               xanchor="left", yanchor="top", xshift=3, yshift=-2, hovertext=b.hover or None,
-                               font=dict(size=b.font_size - 1, color=DIM_TEXT if b.dim else b.color))
+            fig.add_annotation(
+                name=b.name,
+                x=b.x - b.width / 2,
+                y=b.y + b.height / 2,
+                text=b.label,
+                showarrow=False,
+                xanchor="left",
+                yanchor="top",
+                xshift=3,
+                yshift=-2,
+                hovertext=b.hover or None,
+                font=dict(size=b.font_size - 1, color=DIM_TEXT if b.dim else b.color),
+            )
         else:
-            fig.add_annotation(name=b.name, x=b.x, y=b.y, text=b.label.replace("\n", "<br>"), showarrow=False,
-                               hovertext=b.hover or None,
-                               font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None))
+            fig.add_annotation(
+                name=b.name,
+                x=b.x,
+                y=b.y,
+                text=b.label.replace("\n", "<br>"),
+                showarrow=False,
+                hovertext=b.hover or None,
+                font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None),
+            )
     for points, label in paths:
         for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1]):  # every segment but the last: a plain line
             fig.add_shape(type="line", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5))
         (x0, y0), (x1, y1) = points[-2:]
-        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
-                           showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor=ARROW_COLOR)
+        fig.add_annotation(
+            x=x1,
+            y=y1,
+            ax=x0,
+            ay=y0,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            text="",
+            showarrow=True,
+            arrowhead=2,
+            arrowwidth=1.5,
+            arrowcolor=ARROW_COLOR,
+        )
         if label:
             vertical = abs(x0 - x1) < 1e-9
-            fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=label, showarrow=False,
-                               xanchor="left" if vertical else "center", xshift=4 if vertical else 0,
-                               yshift=0 if vertical else 10, font=dict(size=11, color=ARROW_COLOR))
+            fig.add_annotation(
+                x=(x0 + x1) / 2,
+                y=(y0 + y1) / 2,
+                text=label,
+                showarrow=False,
+                xanchor="left" if vertical else "center",
+                xshift=4 if vertical else 0,
+                yshift=0 if vertical else 10,
+                font=dict(size=11, color=ARROW_COLOR),
+            )
     return layout_diagram(fig, x_range, y_range, title=title, height=height, design_width=design_width)
 
 
@@ -172,16 +235,32 @@ def _matplotlib(boxes, paths, x_range, y_range, title, height):
     ax = axes[0, 0]
     for b in boxes:
         color = "#c8c8c8" if b.dim else b.color
-        ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height / 2), b.width, b.height,
-                                    boxstyle="round,pad=0.02", facecolor="none" if b.frame else color,
-                                    alpha=1.0 if b.frame else (0.12 if b.dim else 0.25), edgecolor=color,
-                                    linestyle="--" if b.frame else "-"))
+        ax.add_patch(
+            FancyBboxPatch(
+                (b.x - b.width / 2, b.y - b.height / 2),
+                b.width,
+                b.height,
+                boxstyle="round,pad=0.02",
+                facecolor="none" if b.frame else color,
+                alpha=1.0 if b.frame else (0.12 if b.dim else 0.25),
+                edgecolor=color,
+                linestyle="--" if b.frame else "-",
+            )
+        )
         if b.frame:
-            ax.text(b.x - b.width / 2 + 0.05, b.y + b.height / 2 - 0.05, b.label, ha="left", va="top", fontsize=7,
-                    color=color)
+            ax.text(
+                b.x - b.width / 2 + 0.05,
+                b.y + b.height / 2 - 0.05,
+                b.label,
+                ha="left",
+                va="top",
+                fontsize=7,
+                color=color,
+            )
         else:
-            ax.text(b.x, b.y, _plain(b.label), ha="center", va="center", fontsize=8,
-                    color=DIM_TEXT if b.dim else "black")
+            ax.text(
+                b.x, b.y, _plain(b.label), ha="center", va="center", fontsize=8, color=DIM_TEXT if b.dim else "black"
+            )
     for points, label in paths:
         ax.plot([p[0] for p in points[:-1]], [p[1] for p in points[:-1]], color=ARROW_COLOR, lw=1)
         ax.annotate("", xy=points[-1], xytext=points[-2], arrowprops=dict(arrowstyle="->", color=ARROW_COLOR))
@@ -194,8 +273,17 @@ def _matplotlib(boxes, paths, x_range, y_range, title, height):
 
 # -- the paper's Figure 1 ------------------------------------------------------------------------------------------
 
-FIGURE_1_PARTS = ("tokens", "embedding", "positional", "self_attention", "masked_self_attention", "cross_attention",
-                  "feed_forward", "add_norm", "output")
+FIGURE_1_PARTS = (
+    "tokens",
+    "embedding",
+    "positional",
+    "self_attention",
+    "masked_self_attention",
+    "cross_attention",
+    "feed_forward",
+    "add_norm",
+    "output",
+)
 
 
 def _highlight_set(highlight: str | Iterable[str] | None) -> set[str] | None:
@@ -204,8 +292,10 @@ def _highlight_set(highlight: str | Iterable[str] | None) -> set[str] | None:
     parts = {highlight} if isinstance(highlight, str) else set(highlight)
     unknown = sorted(p for p in parts if p not in FIGURE_1_PARTS)
     if unknown or not parts:
-        raise ValueError(f"highlight: expected one or more part names from {list(FIGURE_1_PARTS)}, "
-                         f"got {sorted(parts) if parts else 'nothing'}")
+        raise ValueError(
+            f"highlight: expected one or more part names from {list(FIGURE_1_PARTS)}, "
+            f"got {sorted(parts) if parts else 'nothing'}"
+        )
     return parts
 
 
@@ -213,8 +303,11 @@ def _embedding_labels(embed: nn.Module) -> tuple[str, str, str]:
     vocab, width = embed.token.weight.shape
     scale = " × √d_model" if embed.token.scale else ""
     kind = "sinusoidal" if isinstance(embed.position, SinusoidalPositionalEncoding) else "learned"
-    return (f"embedding\n{vocab} × {width}{scale}", f"+ positional encoding\n({kind})",
-            f"embedding {vocab} × {width}{scale}, + {kind} positional encoding")
+    return (
+        f"embedding\n{vocab} × {width}{scale}",
+        f"+ positional encoding\n({kind})",
+        f"embedding {vocab} × {width}{scale}, + {kind} positional encoding",
+    )
 
 
 def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colors: dict) -> tuple[list[Box], list]:
@@ -224,45 +317,111 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
     attn, ff = layer.self_attn, layer.ff
     norm_first = (layer.attn_res if side == "enc" else layer.self_res).norm_first
     heads = f"{attn.n_heads} heads of d_k = {attn.d_head}"
-    subs = [("self_attention", f"self-attention\n{heads}") if side == "enc"
-            else ("masked_self_attention", f"masked self-attention\n{heads}")]
+    subs = [
+        ("self_attention", f"self-attention\n{heads}")
+        if side == "enc"
+        else ("masked_self_attention", f"masked self-attention\n{heads}")
+    ]
     if side == "dec" and layer.cross_attn is not None:
         subs.append(("cross_attention", f"cross-attention\n{layer.cross_attn.n_heads} heads, K, V from encoder"))
-    subs.append(("feed_forward", f"feed-forward\n{ff.linear1.in_features} → {ff.linear1.out_features}"
-                                 f" → {ff.linear2.out_features} ({ff.activation})"))
+    subs.append(
+        (
+            "feed_forward",
+            f"feed-forward\n{ff.linear1.in_features} → {ff.linear1.out_features}"
+            f" → {ff.linear2.out_features} ({ff.activation})",
+        )
+    )
     boxes, names, row, gap = [], [], y, 0.62
     for i, (group, label) in enumerate(subs):
         if norm_first:  # pre-LN: LayerNorm before the sub-layer, + x after
-            boxes.append(Box(f"{side}_norm{i}", "LayerNorm", x, row, w * 0.8, 0.42, colors["norm"], "add_norm",
-                             hover="pre-LN: the sub-layer reads LayerNorm(x)", font_size=11))
+            boxes.append(
+                Box(
+                    f"{side}_norm{i}",
+                    "LayerNorm",
+                    x,
+                    row,
+                    w * 0.8,
+                    0.42,
+                    colors["norm"],
+                    "add_norm",
+                    hover="pre-LN: the sub-layer reads LayerNorm(x)",
+                    font_size=11,
+                )
+            )
             names.append(boxes[-1].name)
             row += gap
-        boxes.append(Box(f"{side}_{group}", label, x, row + 0.12, w, 0.66, colors["attn" if "att" in group else "ff"],
-                         group, font_size=11))
+        boxes.append(
+            Box(
+                f"{side}_{group}",
+                label,
+                x,
+                row + 0.12,
+                w,
+                0.66,
+                colors["attn" if "att" in group else "ff"],
+                group,
+                font_size=11,
+            )
+        )
         names.append(boxes[-1].name)
         row += gap + 0.25
-        label, hover = (("add: x + sub-layer", "pre-LN: x + Dropout(sub-layer(LayerNorm(x)))") if norm_first else
-                        ("Add & Norm", "post-LN (paper): LayerNorm(x + Dropout(sub-layer(x)))"))
-        boxes.append(Box(f"{side}_add{i}", label, x, row, w * 0.8, 0.42, colors["norm"], "add_norm", hover=hover,
-                         font_size=11))
+        label, hover = (
+            ("add: x + sub-layer", "pre-LN: x + Dropout(sub-layer(LayerNorm(x)))")
+            if norm_first
+            else ("Add & Norm", "post-LN (paper): LayerNorm(x + Dropout(sub-layer(x)))")
+        )
+        boxes.append(
+            Box(f"{side}_add{i}", label, x, row, w * 0.8, 0.42, colors["norm"], "add_norm", hover=hover, font_size=11)
+        )
         names.append(boxes[-1].name)
         row += gap
     if stack.norm is not None:
-        boxes.append(Box(f"{side}_final_norm", "final LayerNorm", x, row, w * 0.8, 0.42, colors["norm"], "add_norm",
-                         hover="after the last layer: a pre-LN stack leaves its output un-normalised", font_size=11))
+        boxes.append(
+            Box(
+                f"{side}_final_norm",
+                "final LayerNorm",
+                x,
+                row,
+                w * 0.8,
+                0.42,
+                colors["norm"],
+                "add_norm",
+                hover="after the last layer: a pre-LN stack leaves its output un-normalised",
+                font_size=11,
+            )
+        )
         names.append(boxes[-1].name)
         row += gap
     kind = "encoder" if side == "enc" else "decoder"
     n = len(stack.layers)
     top, bottom = row - gap + 0.3, y - 0.4
-    boxes.append(Box(f"{side}_stack", f"N = {n} ×", x, (top + 0.3 + bottom) / 2, w + 0.3, top + 0.3 - bottom,
-                     colors["frame"], kind, frame=True, hover=f"{kind} stack × N = {n} identical layers",
-                     font_size=11))
+    boxes.append(
+        Box(
+            f"{side}_stack",
+            f"N = {n} ×",
+            x,
+            (top + 0.3 + bottom) / 2,
+            w + 0.3,
+            top + 0.3 - bottom,
+            colors["frame"],
+            kind,
+            frame=True,
+            hover=f"{kind} stack × N = {n} identical layers",
+            font_size=11,
+        )
+    )
     return boxes, list(zip(names, names[1:]))
 
 
-def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: str | Iterable[str] | None = None,
-                        compact: bool = False, title: str | None = None, height: int = 700, backend: str = "plotly"):
+def transformer_diagram(
+    model: Transformer | TransformerConfig,
+    *,
+    highlight: str | Iterable[str] | None = None,
+    compact: bool = False,
+    title: str | None = None,
+    height: int = 700,
+    backend: str = "plotly",
+):
     """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
     it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read
     from the model's own modules, so the picture cannot disagree with the code it shows. Given a
@@ -280,8 +439,9 @@ def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: st
         with torch.device("meta"):
             model = Transformer(model)
     if not isinstance(model, Transformer):
-        raise TypeError(f"model: expected a transformer_lib Transformer or TransformerConfig, got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"model: expected a transformer_lib Transformer or TransformerConfig, got {type(model).__name__}"
+        )
     parts = _highlight_set(highlight)
     grey, orange, blue, green, purple = COLORS[5], COLORS[1], COLORS[0], COLORS[2], COLORS[4]
     colors = dict(attn=blue, ff=purple, norm=COLORS[3], frame=grey)
@@ -292,9 +452,11 @@ def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: st
     def column(embed: nn.Module, stack: nn.Module, side: str, x: float, y: float) -> tuple[list[Box], list]:
         emb, pe, hover = _embedding_labels(embed)
         ids = "source token IDs" if side == "enc" else "target token IDs\n(shifted right)"
-        boxes = [Box(f"{side}_ids", ids, x, y, w * 0.8, 0.55, grey, "tokens", font_size=11),
-                 Box(f"{side}_emb", emb, x, y + 0.8, w, 0.62, orange, "embedding", hover=hover, font_size=11),
-                 Box(f"{side}_pe", pe, x, y + 1.6, w, 0.62, orange, "positional", hover=hover, font_size=11)]
+        boxes = [
+            Box(f"{side}_ids", ids, x, y, w * 0.8, 0.55, grey, "tokens", font_size=11),
+            Box(f"{side}_emb", emb, x, y + 0.8, w, 0.62, orange, "embedding", hover=hover, font_size=11),
+            Box(f"{side}_pe", pe, x, y + 1.6, w, 0.62, orange, "positional", hover=hover, font_size=11),
+        ]
         layer_boxes, arrows = _stack_boxes(stack, side, x, y + 2.8, w, colors)
         names = [b.name for b in boxes] + [arrows[0][0]]
         return boxes + layer_boxes, list(zip(names, names[1:])) + arrows
@@ -307,18 +469,30 @@ def transformer_diagram(model: Transformer | TransformerConfig, *, highlight: st
         shift = max(0.0, frame_top - (cross.y - 0.25))
         enc, enc_arrows = column(model.src_embed, model.encoder, "enc", xe, -shift)
     top = max(b.y + b.height / 2 for b in dec)
-    boxes = enc + dec + [
-        Box("linear", f"linear {d_model} → {vocab}{tied}", xd, top + 0.55, w, 0.62, green, "output", font_size=11),
-        Box("softmax", "softmax\nnext-token probabilities", xd, top + 1.35, w, 0.62, green, "output", font_size=11),
-    ]
+    boxes = (
+        enc
+        + dec
+        + [
+            Box("linear", f"linear {d_model} → {vocab}{tied}", xd, top + 0.55, w, 0.62, green, "output", font_size=11),
+            Box("softmax", "softmax\nnext-token probabilities", xd, top + 1.35, w, 0.62, green, "output", font_size=11),
+        ]
+    )
     if compact:
-        boxes = [replace(b, label=b.label.split("\n")[0], hover=b.hover or b.label.replace("\n", " "))
-                 if not b.frame else b for b in boxes]
+        boxes = [
+            replace(b, label=b.label.split("\n")[0], hover=b.hover or b.label.replace("\n", " ")) if not b.frame else b
+            for b in boxes
+        ]
     if parts is not None:
         boxes = [replace(b, dim=b.group not in parts) if not b.frame else b for b in boxes]
     enc_top, dec_top = enc[-2].name, dec[-2].name  # the last box inside each frame
     arrows = [*enc_arrows, *dec_arrows, (dec_top, "linear"), ("linear", "softmax")]
     if cross is not None:  # the encoder output feeds every decoder layer's cross-attention
         arrows.append(Arrow(enc_top, cross.name, "K, V", route="vh"))
-    return block_diagram(boxes, arrows, title=title or "The Transformer, drawn from the model object",
-                         height=height, backend=backend, design_width=420)
+    return block_diagram(
+        boxes,
+        arrows,
+        title=title or "The Transformer, drawn from the model object",
+        height=height,
+        backend=backend,
+        design_width=420,
+    )

@@ -55,4 +55,3 @@ class SlicedPollKernelManager(AsyncKernelManager):
 
     client_class = "transformer_lib.book.execution.SlicedPollKernelClient"
     client_factory = Type(SlicedPollKernelClient)
-

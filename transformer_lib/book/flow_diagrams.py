@@ -32,23 +32,55 @@ def residual_diagram(layer: nn.Module, *, title: str | None = None, height: int 
     width = attn.d_model
     stream = lambda name, label, y, color=RED: Box(name, label, 0, y, 1.7, 0.5, color)  # noqa: E731
     branch = lambda name, label, y, color: Box(name, label, 2.3, y, 2.3, 0.62, color)  # noqa: E731
-    boxes = [Box("x", f"x (B, T, {width})", 0, 0, 2.0, 0.5, GREY, hover="the residual stream entering the layer"),
-             branch("attn", f"self-attention\n{attn.n_heads} heads", 1.15 if not pre else 1.75, BLUE),
-             branch("ff", f"feed-forward\n{ff.linear1.in_features} → {ff.linear1.out_features}"
-                          f" → {ff.linear2.out_features}", 3.45 if not pre else 4.15, PURPLE)]
+    boxes = [
+        Box("x", f"x (B, T, {width})", 0, 0, 2.0, 0.5, GREY, hover="the residual stream entering the layer"),
+        branch("attn", f"self-attention\n{attn.n_heads} heads", 1.15 if not pre else 1.75, BLUE),
+        branch(
+            "ff",
+            f"feed-forward\n{ff.linear1.in_features} → {ff.linear1.out_features} → {ff.linear2.out_features}",
+            3.45 if not pre else 4.15,
+            PURPLE,
+        ),
+    ]
     if pre:
-        boxes += [Box("ln1", "LayerNorm", 2.3, 0.9, 1.7, 0.45, RED), Box("ln2", "LayerNorm", 2.3, 3.3, 1.7, 0.45, RED),
-                  stream("add1", "+", 2.6), stream("add2", "+", 5.0), stream("out", "to the next layer", 5.85, GREY)]
-        arrows = [Arrow("x", "add1", "x"), Arrow("x", "ln1", route="hv"), ("ln1", "attn"),
-                  Arrow("attn", "add1", drop, route="vh"), Arrow("add1", "add2"), Arrow("add1", "ln2", route="vh"),
-                  ("ln2", "ff"), Arrow("ff", "add2", drop, route="vh"), ("add2", "out")]
+        boxes += [
+            Box("ln1", "LayerNorm", 2.3, 0.9, 1.7, 0.45, RED),
+            Box("ln2", "LayerNorm", 2.3, 3.3, 1.7, 0.45, RED),
+            stream("add1", "+", 2.6),
+            stream("add2", "+", 5.0),
+            stream("out", "to the next layer", 5.85, GREY),
+        ]
+        arrows = [
+            Arrow("x", "add1", "x"),
+            Arrow("x", "ln1", route="hv"),
+            ("ln1", "attn"),
+            Arrow("attn", "add1", drop, route="vh"),
+            Arrow("add1", "add2"),
+            Arrow("add1", "ln2", route="vh"),
+            ("ln2", "ff"),
+            Arrow("ff", "add2", drop, route="vh"),
+            ("add2", "out"),
+        ]
         default = "Pre-LN: x + f(LayerNorm(x))"
     else:
-        boxes += [stream("add1", "+", 2.0), stream("ln1", "LayerNorm", 2.7), stream("add2", "+", 4.3),
-                  stream("ln2", "LayerNorm", 5.0), stream("out", "to the next layer", 5.85, GREY)]
-        arrows = [Arrow("x", "add1", "x"), Arrow("x", "attn", route="hv"), Arrow("attn", "add1", drop, route="vh"),
-                  ("add1", "ln1"), Arrow("ln1", "add2"), Arrow("ln1", "ff", route="hv"),
-                  Arrow("ff", "add2", drop, route="vh"), ("add2", "ln2"), ("ln2", "out")]
+        boxes += [
+            stream("add1", "+", 2.0),
+            stream("ln1", "LayerNorm", 2.7),
+            stream("add2", "+", 4.3),
+            stream("ln2", "LayerNorm", 5.0),
+            stream("out", "to the next layer", 5.85, GREY),
+        ]
+        arrows = [
+            Arrow("x", "add1", "x"),
+            Arrow("x", "attn", route="hv"),
+            Arrow("attn", "add1", drop, route="vh"),
+            ("add1", "ln1"),
+            Arrow("ln1", "add2"),
+            Arrow("ln1", "ff", route="hv"),
+            Arrow("ff", "add2", drop, route="vh"),
+            ("add2", "ln2"),
+            ("ln2", "out"),
+        ]
         default = "Post-LN: LayerNorm(x + f(x))"
     return block_diagram(boxes, arrows, title=title or default, height=height, backend=backend, design_width=360)
 
@@ -62,8 +94,9 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
     K shape, or None for a decoder-only model).
     """
     if not hasattr(model, "start_decoding") or not hasattr(model, "decode_step"):
-        raise TypeError(f"model: expected a transformer_lib Transformer or DecoderOnlyModel, got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"model: expected a transformer_lib Transformer or DecoderOnlyModel, got {type(model).__name__}"
+        )
     if not isinstance(steps, int) or not 1 <= steps <= 6:
         raise ValueError(f"steps: expected an int from 1 to 6 (the picture has one column per step), got {steps!r}")
     was_training = model.training
@@ -75,18 +108,28 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
             for _ in range(steps):
                 fed = state.fed
                 logits = model.decode_step(state)  # (B, V)
-                record.append(dict(
-                    new=state.fed - fed,
-                    self=[tuple(c.self_attn.k.shape) for c in state.caches],
-                    cross=[None if c.cross_attn.k is None else tuple(c.cross_attn.k.shape) for c in state.caches]))
+                record.append(
+                    dict(
+                        new=state.fed - fed,
+                        self=[tuple(c.self_attn.k.shape) for c in state.caches],
+                        cross=[None if c.cross_attn.k is None else tuple(c.cross_attn.k.shape) for c in state.caches],
+                    )
+                )
                 state.tokens = torch.cat((state.tokens, logits.argmax(-1, keepdim=True)), dim=1)
     finally:
         model.train(was_training)
     return record
 
 
-def kv_cache_diagram(model: nn.Module, prompt: torch.Tensor, steps: int = 3, *, bos_id: int = 1,
-                     title: str | None = None, height: int | None = None) -> go.Figure:
+def kv_cache_diagram(
+    model: nn.Module,
+    prompt: torch.Tensor,
+    steps: int = 3,
+    *,
+    bos_id: int = 1,
+    title: str | None = None,
+    height: int | None = None,
+) -> go.Figure:
     """What the KV cache keeps between decoding steps, read from a real model's caches after each of ``steps``
     real decoding steps (:func:`kv_cache_steps`): one column per step, one block per decoder layer, one cell per
     stored position of K and of V. The cells added at that step (the new token's k and v) are orange; the others
@@ -98,33 +141,81 @@ def kv_cache_diagram(model: nn.Module, prompt: torch.Tensor, steps: int = 3, *, 
     top = n_layers * row_h
     for s, step in enumerate(record):
         x0 = 1.2 + s * pitch
-        fig.add_annotation(name=f"step{s + 1}", x=x0 + 0.9, y=top + 0.45, showarrow=False,
-                           text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
-                           font=dict(size=11))
+        fig.add_annotation(
+            name=f"step{s + 1}",
+            x=x0 + 0.9,
+            y=top + 0.45,
+            showarrow=False,
+            text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
+            font=dict(size=11),
+        )
         for layer, shape in enumerate(step["self"]):
             length = shape[2]
             base = layer * row_h
             for row, (kind, y) in enumerate((("K", base + 1.05), ("V", base + 0.65))):
                 for i in range(length):
                     new = i >= length - step["new"]
-                    fig.add_shape(type="rect", name=f"L{layer + 1}_{kind}_s{s + 1}_{i}", x0=x0 + i * cell,
-                                  x1=x0 + (i + 0.85) * cell, y0=y - 0.16, y1=y + 0.16, layer="below",
-                                  fillcolor=ORANGE if new else BLUE, opacity=0.9 if new else 0.45,
-                                  line=dict(width=0))
-            fig.add_annotation(name=f"L{layer + 1}_shape_s{s + 1}", x=x0 + 0.9, y=base + 0.28, showarrow=False,
-                               text=str(shape).replace(" ", ""), font=dict(size=10, color=DIM_TEXT))
+                    fig.add_shape(
+                        type="rect",
+                        name=f"L{layer + 1}_{kind}_s{s + 1}_{i}",
+                        x0=x0 + i * cell,
+                        x1=x0 + (i + 0.85) * cell,
+                        y0=y - 0.16,
+                        y1=y + 0.16,
+                        layer="below",
+                        fillcolor=ORANGE if new else BLUE,
+                        opacity=0.9 if new else 0.45,
+                        line=dict(width=0),
+                    )
+            fig.add_annotation(
+                name=f"L{layer + 1}_shape_s{s + 1}",
+                x=x0 + 0.9,
+                y=base + 0.28,
+                showarrow=False,
+                text=str(shape).replace(" ", ""),
+                font=dict(size=10, color=DIM_TEXT),
+            )
     for layer in range(n_layers):
         base = layer * row_h
-        fig.add_annotation(name=f"L{layer + 1}_label", x=0.0, y=base + 0.85, showarrow=False, xanchor="left",
-                           text=f"layer {layer + 1}<br>K<br>V", font=dict(size=11))
+        fig.add_annotation(
+            name=f"L{layer + 1}_label",
+            x=0.0,
+            y=base + 0.85,
+            showarrow=False,
+            xanchor="left",
+            text=f"layer {layer + 1}<br>K<br>V",
+            font=dict(size=11),
+        )
         if layer:
-            fig.add_shape(type="line", x0=0, x1=1.2 + len(record) * pitch - 0.3, y0=base - 0.05, y1=base - 0.05,
-                          line=dict(color="#e0e0e0", width=1))
+            fig.add_shape(
+                type="line",
+                x0=0,
+                x1=1.2 + len(record) * pitch - 0.3,
+                y0=base - 0.05,
+                y1=base - 0.05,
+                line=dict(color="#e0e0e0", width=1),
+            )
     cross = record[0]["cross"][0]
-    note = ("orange: this step's k, v; blue: kept<br>" + ("cross K, V " + str(cross).replace(" ", "") +
-            " per layer: made at step 1, reused" if cross is not None else "no cross-attention (decoder-only)"))
-    fig.add_annotation(name="cross", x=0.0, y=-0.4, showarrow=False, xanchor="left", align="left", text=note,
-                       font=dict(size=10, color=DIM_TEXT))
-    return layout_diagram(fig, (-0.1, 1.2 + len(record) * pitch - 0.2), (-0.8, top + 0.8),
-                          title=title or "KV cache: K, V (B, H, L, D) per layer",
-                          height=height or 120 + 110 * n_layers, design_width=360)
+    note = "orange: this step's k, v; blue: kept<br>" + (
+        "cross K, V " + str(cross).replace(" ", "") + " per layer: made at step 1, reused"
+        if cross is not None
+        else "no cross-attention (decoder-only)"
+    )
+    fig.add_annotation(
+        name="cross",
+        x=0.0,
+        y=-0.4,
+        showarrow=False,
+        xanchor="left",
+        align="left",
+        text=note,
+        font=dict(size=10, color=DIM_TEXT),
+    )
+    return layout_diagram(
+        fig,
+        (-0.1, 1.2 + len(record) * pitch - 0.2),
+        (-0.8, top + 0.8),
+        title=title or "KV cache: K, V (B, H, L, D) per layer",
+        height=height or 120 + 110 * n_layers,
+        design_width=360,
+    )

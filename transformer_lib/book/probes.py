@@ -41,8 +41,9 @@ __all__ = [
 
 
 # -- positions (Chapter 3) ---------------------------------------------------------------------------------------
-def permutation_equivariance_gap(fn: Callable[[Tensor], Tensor], x: Tensor, perm: Tensor | None = None,
-                                 *, seed: int = 0) -> float:
+def permutation_equivariance_gap(
+    fn: Callable[[Tensor], Tensor], x: Tensor, perm: Tensor | None = None, *, seed: int = 0
+) -> float:
     """Largest |fn(x[:, perm]) - fn(x)[:, perm]|: zero (up to rounding) when shuffling the input positions
     shuffles the output the same way, as it does for attention without positions.
 
@@ -66,8 +67,9 @@ def permutation_equivariance_gap(fn: Callable[[Tensor], Tensor], x: Tensor, perm
     return float((shuffled_then_fn - fn_then_shuffled).abs().max())
 
 
-def sinusoid_shift_matrix(k: int, d_model: int, *, base: float = 10000.0, interleaved: bool = True,
-                          dtype: torch.dtype = torch.float64) -> Tensor:
+def sinusoid_shift_matrix(
+    k: int, d_model: int, *, base: float = 10000.0, interleaved: bool = True, dtype: torch.dtype = torch.float64
+) -> Tensor:
     """The matrix ``M_k`` with ``PE(pos + k) = M_k · PE(pos)`` for every ``pos`` (the sinusoids of §3.5).
 
     Each frequency ω_i = base^(-2i/d_model) owns the pair (sin ω_i·pos, cos ω_i·pos); by the angle-addition
@@ -93,8 +95,11 @@ def sinusoid_shift_matrix(k: int, d_model: int, *, base: float = 10000.0, interl
     cos, sin = angle.cos(), angle.sin()
     half = d_model // 2
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    s_idx, c_idx = (torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)) if interleaved else \
-        (torch.arange(half), torch.arange(half, d_model))  # where the sines and the cosines live
+    s_idx, c_idx = (
+        (torch.arange(0, d_model, 2), torch.arange(1, d_model, 2))
+        if interleaved
+        else (torch.arange(half), torch.arange(half, d_model))
+    )  # where the sines and the cosines live
     m[s_idx, s_idx], m[s_idx, c_idx] = cos, sin
     m[c_idx, s_idx], m[c_idx, c_idx] = -sin, cos
     return m.to(dtype)
@@ -115,8 +120,9 @@ def sin_cos_permutation(d_model: int) -> Tensor:
 
 
 # -- the √d_k argument (Chapter 4) -------------------------------------------------------------------------------
-def random_dot_products(d_ks: Sequence[int], n_samples: int, *, n_keys: int = 1, seed: int = 0,
-                        chunk: int = 1 << 22) -> Tensor:
+def random_dot_products(
+    d_ks: Sequence[int], n_samples: int, *, n_keys: int = 1, seed: int = 0, chunk: int = 1 << 22
+) -> Tensor:
     """Dot products q·k of random queries and keys with independent N(0, 1) entries, for several widths d_k.
 
     One draw at the largest width serves every width: the dot product over the first d_k coordinates is a prefix
@@ -181,8 +187,9 @@ def softmax_stats(scores: Tensor) -> dict[str, Tensor]:
     return {"max_prob": p.max(-1).values, "entropy": entropy, "jacobian_norm": jac}
 
 
-def saturation_sweep(d_ks: Sequence[int], *, n_keys: int = 10, n_samples: int = 2000, scaled: bool = True,
-                     seed: int = 0) -> dict[str, list[float]]:
+def saturation_sweep(
+    d_ks: Sequence[int], *, n_keys: int = 10, n_samples: int = 2000, scaled: bool = True, seed: int = 0
+) -> dict[str, list[float]]:
     """Average :func:`softmax_stats` of one random query against ``n_keys`` random keys, for each d_k in ``d_ks``.
 
     Scores are q·k (:func:`random_dot_products`), divided by √d_k when ``scaled``. Returns lists aligned with
@@ -236,7 +243,9 @@ def disable_attention_scaling(model: nn.Module) -> nn.Module:
         raise TypeError(f"model: expected an nn.Module, got {type(model).__name__}")
     layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     if not layers:
-        raise ValueError(f"model: expected at least one MultiHeadAttention inside, found none in {type(model).__name__}")
+        raise ValueError(
+            f"model: expected at least one MultiHeadAttention inside, found none in {type(model).__name__}"
+        )
     for mha in layers:
         if parametrize.is_parametrized(mha.qkv_proj):
             raise ValueError("model: attention scaling is already disabled (qkv_proj is parametrized)")

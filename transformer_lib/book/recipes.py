@@ -38,10 +38,23 @@ from ..tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
 from ..training import History, evaluate, exact_matches, noam_schedule, paper_adam, sequence_loss, train
 from ..validation import check_choice, check_positive
 
-__all__ = ["TranslationRecipe", "TranslationData", "translation_data", "train_translation", "load_translation",
-           "DECODING_METHODS", "compare_decoding",
-           "FamiliesRecipe", "FAMILIES", "family_model", "family_step", "family_predict", "family_exact_match",
-           "train_families", "main"]
+__all__ = [
+    "TranslationRecipe",
+    "TranslationData",
+    "translation_data",
+    "train_translation",
+    "load_translation",
+    "DECODING_METHODS",
+    "compare_decoding",
+    "FamiliesRecipe",
+    "FAMILIES",
+    "family_model",
+    "family_step",
+    "family_predict",
+    "family_exact_match",
+    "train_families",
+    "main",
+]
 
 
 def _validate(recipe: object, probabilities: tuple[str, ...] = ()) -> None:
@@ -87,9 +100,18 @@ class TranslationRecipe:
 
     def config(self, src_vocab_size: int, tgt_vocab_size: int) -> TransformerConfig:
         """The model's config for the tokenizers' vocabulary sizes."""
-        return TransformerConfig(src_vocab_size, tgt_vocab_size, d_model=self.d_model, n_heads=self.n_heads,
-                                 n_encoder_layers=self.n_layers, n_decoder_layers=self.n_layers, d_ff=self.d_ff,
-                                 dropout=self.dropout, max_len=self.max_len, pad_id=PAD_ID)
+        return TransformerConfig(
+            src_vocab_size,
+            tgt_vocab_size,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_encoder_layers=self.n_layers,
+            n_decoder_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            max_len=self.max_len,
+            pad_id=PAD_ID,
+        )
 
 
 @dataclass
@@ -102,8 +124,9 @@ class TranslationData:
     tgt_tokenizer: Tokenizer
     metadata: dict = field(default_factory=dict)  # a loaded checkpoint's command, scores and training time
 
-    def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None,
-               seed: int = 0) -> torch.utils.data.DataLoader:
+    def loader(
+        self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None, seed: int = 0
+    ) -> torch.utils.data.DataLoader:
         """Batches (:class:`~transformer_lib.data.Batch`) of the ``"train"`` or ``"test"`` pairs as ids."""
         check_choice("split", split, ("train", "test"))
         ids = data.encode_pairs(getattr(self, split), self.src_tokenizer, self.tgt_tokenizer)
@@ -115,12 +138,17 @@ def translation_data(recipe: TranslationRecipe = TranslationRecipe()) -> Transla
     training part only."""
     pairs = data.toy_translation_corpus(recipe.n_pairs, seed=recipe.seed)
     train_pairs, test_pairs = data.train_test_split(pairs, recipe.test_fraction, seed=recipe.seed)
-    return TranslationData(train_pairs, test_pairs, WordTokenizer.train([s for s, _ in train_pairs]),
-                           WordTokenizer.train([t for _, t in train_pairs]))
+    return TranslationData(
+        train_pairs,
+        test_pairs,
+        WordTokenizer.train([s for s, _ in train_pairs]),
+        WordTokenizer.train([t for _, t in train_pairs]),
+    )
 
 
-def train_translation(recipe: TranslationRecipe = TranslationRecipe(), *, device: torch.device | str | None = None,
-                      progress: bool = True) -> tuple[Transformer, TranslationData, History, dict[str, float]]:
+def train_translation(
+    recipe: TranslationRecipe = TranslationRecipe(), *, device: torch.device | str | None = None, progress: bool = True
+) -> tuple[Transformer, TranslationData, History, dict[str, float]]:
     """Train the recipe's model; return it (eval mode), its data, the training history and held-out greedy scores
     (``token_accuracy``, ``exact_match``)."""
     seed_everything(recipe.seed)
@@ -131,9 +159,16 @@ def train_translation(recipe: TranslationRecipe = TranslationRecipe(), *, device
     # the paper's schedule (§5.3) times a factor that makes its peak, at step warmup_steps, equal to recipe.lr
     factor = recipe.lr * (recipe.d_model * recipe.warmup_steps) ** 0.5
     scheduler = noam_schedule(optimizer, recipe.d_model, recipe.warmup_steps, factor)
-    history = train(model, corpus.loader("train", recipe.batch_size, seed=recipe.seed), epochs=recipe.epochs,
-                    optimizer=optimizer, scheduler=scheduler,
-                    label_smoothing=recipe.label_smoothing, progress=progress, desc="translation")
+    history = train(
+        model,
+        corpus.loader("train", recipe.batch_size, seed=recipe.seed),
+        epochs=recipe.epochs,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        label_smoothing=recipe.label_smoothing,
+        progress=progress,
+        desc="translation",
+    )
     scores = evaluate(model, corpus.loader("test", 256), bos_id=BOS_ID, eos_id=EOS_ID)
     return model, corpus, history, scores
 
@@ -168,8 +203,15 @@ DECODING_METHODS: dict[str, tuple[str, dict]] = {
 
 
 @torch.no_grad()
-def compare_decoding(model: Transformer, corpus: TranslationData, methods: dict[str, tuple[str, dict]] | None = None,
-                     *, limit: int | None = None, max_new_tokens: int = 20, seed: int = 0) -> dict[str, float]:
+def compare_decoding(
+    model: Transformer,
+    corpus: TranslationData,
+    methods: dict[str, tuple[str, dict]] | None = None,
+    *,
+    limit: int | None = None,
+    max_new_tokens: int = 20,
+    seed: int = 0,
+) -> dict[str, float]:
     """Held-out exact match of each decoding method on the first ``limit`` test pairs (all when None).
 
     ``methods`` maps a display name to ``("greedy" | "beam" | "sample", options)`` where the options go to
@@ -232,16 +274,26 @@ class FamiliesRecipe:
     def config(self) -> TransformerConfig:
         """The config every family uses (each reads the parts it needs); pre-LN, no dropout."""
         vocab = data.task_vocab_size(self.n_symbols)
-        return TransformerConfig(vocab, vocab, d_model=self.d_model, n_heads=self.n_heads,
-                                 n_encoder_layers=self.n_layers, n_decoder_layers=self.n_layers, d_ff=self.d_ff,
-                                 dropout=0.0, max_len=2 * self.length + 2, norm_first=True)
+        return TransformerConfig(
+            vocab,
+            vocab,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_encoder_layers=self.n_layers,
+            n_decoder_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=0.0,
+            max_len=2 * self.length + 2,
+            norm_first=True,
+        )
 
     def pairs(self, split: str) -> tuple[Tensor, Tensor]:
         """Sources and targets of the ``"train"`` or ``"test"`` split (different seeds). Shape: (N, L), (N, L)."""
         check_choice("split", split, ("train", "test"))
         n, seed = (self.n_train, self.seed) if split == "train" else (self.n_test, self.seed + 1)
-        pairs = data.make_task(self.task, n, min_len=self.length, max_len=self.length, n_symbols=self.n_symbols,
-                               seed=seed)
+        pairs = data.make_task(
+            self.task, n, min_len=self.length, max_len=self.length, n_symbols=self.n_symbols, seed=seed
+        )
         return torch.tensor([s for s, _ in pairs]), torch.tensor([t for _, t in pairs])  # (N, L), (N, L)
 
 
@@ -269,7 +321,7 @@ def family_step(family: str) -> StepFn:
             logits, targets = model(src), tgt
         elif family == "decoder-only":  # next-token prediction over "source <bos> target"; loss on the target
             seq = torch.cat((src, bos, tgt), dim=1)  # (B, 2L + 1)
-            logits = model(seq[:, :-1])[:, src.shape[1]:]  # (B, L, V): the predictions made from <bos> onwards
+            logits = model(seq[:, :-1])[:, src.shape[1] :]  # (B, L, V): the predictions made from <bos> onwards
             targets = tgt
         else:  # teacher forcing: <bos> + target in, target + <eos> out
             eos = torch.full_like(src[:, :1], EOS_ID)
@@ -289,8 +341,8 @@ def family_predict(family: str, model: nn.Module, src: Tensor) -> Tensor:
         return model(src).argmax(-1)  # every output position in one parallel pass
     if family == "decoder-only":
         prompt = torch.cat((src, torch.full_like(src[:, :1], SEP_ID)), dim=1)  # (B, L + 1)
-        return greedy_decode(model, prompt, L, BOS_ID, EOS_ID)[:, L + 1:]
-    out = greedy_decode(model, src, L + 1, BOS_ID, EOS_ID)[:, 1: L + 1]  # drop <bos>
+        return greedy_decode(model, prompt, L, BOS_ID, EOS_ID)[:, L + 1 :]
+    out = greedy_decode(model, src, L + 1, BOS_ID, EOS_ID)[:, 1 : L + 1]  # drop <bos>
     return torch.nn.functional.pad(out, (0, L - out.shape[1]), value=PAD_ID)  # stopped early: pad to L
 
 
@@ -301,8 +353,13 @@ def family_exact_match(family: str, model: nn.Module, src: Tensor, tgt: Tensor) 
     return float((pred == tgt.to(device)).all(-1).float().mean())
 
 
-def train_families(recipe: FamiliesRecipe = FamiliesRecipe(), families: tuple[str, ...] = FAMILIES, *,
-                   device: torch.device | str | None = None, progress: bool = True) -> dict[str, dict]:
+def train_families(
+    recipe: FamiliesRecipe = FamiliesRecipe(),
+    families: tuple[str, ...] = FAMILIES,
+    *,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> dict[str, dict]:
     """Train one model per family on the recipe's task; return ``{family: {"model", "history", "exact_match",
     "seconds"}}`` with exact match on the held-out sources."""
     device = device or get_device()
@@ -312,13 +369,29 @@ def train_families(recipe: FamiliesRecipe = FamiliesRecipe(), families: tuple[st
     for family in families:
         seed_everything(recipe.seed)
         model = family_model(family, recipe).to(device)
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(src, tgt), batch_size=recipe.batch_size,
-                                             shuffle=True, generator=torch.Generator().manual_seed(recipe.seed))
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(src, tgt),
+            batch_size=recipe.batch_size,
+            shuffle=True,
+            generator=torch.Generator().manual_seed(recipe.seed),
+        )
         epochs = -(-recipe.steps // len(loader))  # enough epochs to reach ``steps``
-        history = train(model, loader, epochs=epochs, max_steps=recipe.steps, lr=recipe.lr,
-                        step_fn=family_step(family), progress=progress, desc=family)
-        results[family] = {"model": model, "history": history, "seconds": history.seconds,
-                           "exact_match": family_exact_match(family, model, test_src, test_tgt)}
+        history = train(
+            model,
+            loader,
+            epochs=epochs,
+            max_steps=recipe.steps,
+            lr=recipe.lr,
+            step_fn=family_step(family),
+            progress=progress,
+            desc=family,
+        )
+        results[family] = {
+            "model": model,
+            "history": history,
+            "seconds": history.seconds,
+            "exact_match": family_exact_match(family, model, test_src, test_tgt),
+        }
     return results
 
 
@@ -344,18 +417,29 @@ def main(argv: list[str] | None = None) -> None:
     if args.recipe == "translation":
         recipe = TranslationRecipe(n_pairs=args.n_pairs, epochs=args.epochs, seed=args.seed)
         model, corpus, history, scores = train_translation(recipe, device="cpu")
-        extra = {"command": command, "recipe": asdict(recipe), "scores": scores, "seconds": round(history.seconds, 1),
-                 "decoding": compare_decoding(model, corpus),  # held-out exact match per decoding method
-                 "loss_every_10_steps": [round(x, 4) for x in history.loss[::10]],
-                 "src_tokenizer": corpus.src_tokenizer.to_dict(), "tgt_tokenizer": corpus.tgt_tokenizer.to_dict()}
+        extra = {
+            "command": command,
+            "recipe": asdict(recipe),
+            "scores": scores,
+            "seconds": round(history.seconds, 1),
+            "decoding": compare_decoding(model, corpus),  # held-out exact match per decoding method
+            "loss_every_10_steps": [round(x, 4) for x in history.loss[::10]],
+            "src_tokenizer": corpus.src_tokenizer.to_dict(),
+            "tgt_tokenizer": corpus.tgt_tokenizer.to_dict(),
+        }
         print(f"{args.out}: held-out {scores}, {history.seconds:.0f} s")
         save_checkpoint(model, args.out, extra=extra)
         return
     recipe = FamiliesRecipe(steps=args.steps, seed=args.seed)
     for family, run in train_families(recipe, device="cpu").items():
         path = args.out_dir / f"family_{family.replace('-', '_')}.safetensors"
-        extra = {"command": command, "family": family, "recipe": asdict(recipe),
-                 "scores": {"exact_match": run["exact_match"]}, "seconds": round(run["seconds"], 1)}
+        extra = {
+            "command": command,
+            "family": family,
+            "recipe": asdict(recipe),
+            "scores": {"exact_match": run["exact_match"]},
+            "seconds": round(run["seconds"], 1),
+        }
         print(f"{path}: held-out exact match {run['exact_match']:.3f}, {run['seconds']:.0f} s")
         save_checkpoint(run["model"], path, extra=extra)
 

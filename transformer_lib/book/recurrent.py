@@ -40,9 +40,20 @@ from ..validation import check_choice, check_positive
 from .timing import time_call  # re-exported: chapters call recurrent.time_call
 
 __all__ = [
-    "RECURRENT_KINDS", "LAYER_KINDS", "make_sequence_layer", "orthogonal_rnn", "sequential_steps", "time_call",
-    "TimingResult", "benchmark_forward", "gradient_vs_distance", "RecallModel", "train_recall", "recall_accuracy",
-    "RecallResult", "recall_experiment",
+    "RECURRENT_KINDS",
+    "LAYER_KINDS",
+    "make_sequence_layer",
+    "orthogonal_rnn",
+    "sequential_steps",
+    "time_call",
+    "TimingResult",
+    "benchmark_forward",
+    "gradient_vs_distance",
+    "RecallModel",
+    "train_recall",
+    "recall_accuracy",
+    "RecallResult",
+    "recall_experiment",
 ]
 
 RECURRENT_KINDS = ("rnn", "lstm", "gru")
@@ -136,9 +147,18 @@ class TimingResult:
 
 
 @torch.no_grad()
-def benchmark_forward(seq_lens: Sequence[int], *, kinds: Sequence[str] = LAYER_KINDS, d_model: int = 64,
-                      n_heads: int = 4, batch_size: int = 8, repeats: int = 5, control: bool = True,
-                      device: torch.device | str = "cpu", seed: int = 0) -> TimingResult:
+def benchmark_forward(
+    seq_lens: Sequence[int],
+    *,
+    kinds: Sequence[str] = LAYER_KINDS,
+    d_model: int = 64,
+    n_heads: int = 4,
+    batch_size: int = 8,
+    repeats: int = 5,
+    control: bool = True,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+) -> TimingResult:
     """Time one forward pass of each layer kind over each length ``T`` in ``seq_lens``.
 
     Repeats are interleaved (every kind and length once, then again) so that a burst of load from other
@@ -170,15 +190,16 @@ def benchmark_forward(seq_lens: Sequence[int], *, kinds: Sequence[str] = LAYER_K
             x = x.reshape(batch_size * n, 1, d_model)  # (B*T, 1, C): no position waits for another
         return lambda: layers[name](x)
 
-    samples = {name: {n: time_call(call(name, n), repeats=1, warmup=1, device=device) for n in lens}
-               for name in layers}
+    samples = {name: {n: time_call(call(name, n), repeats=1, warmup=1, device=device) for n in lens} for name in layers}
     for _ in range(repeats - 1):
         for n in lens:
             for name in layers:
                 samples[name][n] += time_call(call(name, n), repeats=1, warmup=0, device=device)
     seconds = {name: [min(samples[name][n]) for n in lens] for name in layers}
-    steps = {name: [sequential_steps("attention" if name == "rnn_no_recurrence" else name, n) for n in lens]
-             for name in layers}
+    steps = {
+        name: [sequential_steps("attention" if name == "rnn_no_recurrence" else name, n) for n in lens]
+        for name in layers
+    }
     return TimingResult(lens, seconds, steps, str(device))
 
 
@@ -188,12 +209,15 @@ def _input_width(layer: nn.Module) -> int:
     for module in layer.modules():
         if isinstance(module, MultiHeadAttention):
             return module.d_model
-    raise TypeError(f"layer: expected an nn.RNN/LSTM/GRU or a module containing MultiHeadAttention, "
-                    f"got {type(layer).__name__}; pass x to give the input explicitly")
+    raise TypeError(
+        f"layer: expected an nn.RNN/LSTM/GRU or a module containing MultiHeadAttention, "
+        f"got {type(layer).__name__}; pass x to give the input explicitly"
+    )
 
 
-def gradient_vs_distance(layer: nn.Module, seq_len: int | None = None, *, x: Tensor | None = None,
-                         seed: int = 0) -> Tensor:
+def gradient_vs_distance(
+    layer: nn.Module, seq_len: int | None = None, *, x: Tensor | None = None, seed: int = 0
+) -> Tensor:
     """‖∂h_T/∂x_t‖ (Frobenius norm of the Jacobian block) for every position t, ordered by distance T - 1 - t.
 
     ``h_T`` is the layer's hidden state at the last position. Entry 0 is the last token itself, entry ``d`` the
@@ -237,16 +261,25 @@ class RecallModel(nn.Module):
 
     KINDS = (*RECURRENT_KINDS, "transformer")
 
-    def __init__(self, kind: str, vocab_size: int, d_model: int = 32, *, n_heads: int = 4, n_layers: int = 1,
-                 max_len: int = 512) -> None:
+    def __init__(
+        self, kind: str, vocab_size: int, d_model: int = 32, *, n_heads: int = 4, n_layers: int = 1, max_len: int = 512
+    ) -> None:
         super().__init__()
         check_choice("kind", kind, self.KINDS)
         check_positive("vocab_size", vocab_size)
         self.kind = kind
         if kind == "transformer":
-            config = TransformerConfig(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=d_model,
-                                       n_heads=n_heads, n_encoder_layers=n_layers, n_decoder_layers=0,
-                                       d_ff=2 * d_model, dropout=0.0, max_len=max_len)
+            config = TransformerConfig(
+                src_vocab_size=vocab_size,
+                tgt_vocab_size=vocab_size,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_encoder_layers=n_layers,
+                n_decoder_layers=0,
+                d_ff=2 * d_model,
+                dropout=0.0,
+                max_len=max_len,
+            )
             self.encoder = EncoderOnlyModel(config, n_outputs=vocab_size)
         else:
             self.embed = nn.Embedding(vocab_size, d_model)
@@ -259,8 +292,16 @@ class RecallModel(nn.Module):
         return self.head(_hidden(self.rnn, self.embed(ids))[:, -1])  # (B, T, C) -> (B, C) -> (B, V)
 
 
-def train_recall(model: nn.Module, distance: int, *, n_symbols: int = 8, steps: int = 150, batch_size: int = 32,
-                 lr: float = 3e-3, seed: int = 0) -> list[float]:
+def train_recall(
+    model: nn.Module,
+    distance: int,
+    *,
+    n_symbols: int = 8,
+    steps: int = 150,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    seed: int = 0,
+) -> list[float]:
     """Train ``model`` (ids (B, T) -> logits (B, V)) on fresh recall batches; return the loss of every step.
 
     Batch ``s`` is ``recall_task(batch_size, distance, seed=seed * 1_000_003 + s)``: never the test set of
@@ -303,9 +344,18 @@ class RecallResult:
     chance: float = 0.125
 
 
-def recall_experiment(kinds: Sequence[str] = ("lstm", "transformer"), distances: Sequence[int] = (2, 8, 32), *,
-                      d_model: int = 32, n_symbols: int = 8, steps: int = 150, batch_size: int = 32,
-                      lr: float = 3e-3, seed: int = 0, device: torch.device | str = "cpu") -> RecallResult:
+def recall_experiment(
+    kinds: Sequence[str] = ("lstm", "transformer"),
+    distances: Sequence[int] = (2, 8, 32),
+    *,
+    d_model: int = 32,
+    n_symbols: int = 8,
+    steps: int = 150,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> RecallResult:
     """Train a fresh :class:`RecallModel` per (kind, distance) with the same budget; return test accuracies.
 
     Each model starts from ``torch.manual_seed(seed)`` and sees the same batches, so the kinds differ only in
@@ -333,7 +383,9 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``timing`` prints :func:`benchmark_forward`, ``recall`` prints :func:`recall_experiment`."""
-    parser = argparse.ArgumentParser(prog="python -m transformer_lib.book.recurrent", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_lib.book.recurrent", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     timing = sub.add_parser("timing", help="forward time of RNN/LSTM/GRU against self-attention")
     timing.add_argument("--lengths", type=_ints, default=[16, 64, 256, 1024])
@@ -352,8 +404,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     device = get_device(args.device)
     if args.command == "timing":
-        result = benchmark_forward(args.lengths, d_model=args.d_model, batch_size=args.batch_size,
-                                   repeats=args.repeats, device=device)
+        result = benchmark_forward(
+            args.lengths, d_model=args.d_model, batch_size=args.batch_size, repeats=args.repeats, device=device
+        )
         print(f"forward time on {result.device}, fastest of {args.repeats}")
         print(result.table())
         return

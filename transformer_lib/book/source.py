@@ -46,9 +46,11 @@ class Source:
             n = code.count("\n")
             body = highlight(code, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))
             folded = "" if n <= self.collapse_after else " (click to unfold)"
-            parts.append(f"<details class='tl-source'{' open' if n <= self.collapse_after else ''}>"
-                         f"<summary>Source of <code>{html.escape(name)}</code>, {n} lines{folded}</summary>"
-                         f"{body}</details>")
+            parts.append(
+                f"<details class='tl-source'{' open' if n <= self.collapse_after else ''}>"
+                f"<summary>Source of <code>{html.escape(name)}</code>, {n} lines{folded}</summary>"
+                f"{body}</details>"
+            )
         return "".join(parts)
 
 

@@ -83,9 +83,14 @@ def mpl_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (6.0,
 
 def _configure_plotly() -> None:
     """Register the book's template and pick a renderer that neither inlines nor downloads plotly.js."""
-    pio.templates[_TEMPLATE] = go.layout.Template(layout=dict(
-        colorway=list(COLORS), font=dict(size=13), margin=dict(l=60, r=20, t=60, b=50),
-        colorscale=dict(sequential=SEQUENTIAL, diverging=DIVERGING)))
+    pio.templates[_TEMPLATE] = go.layout.Template(
+        layout=dict(
+            colorway=list(COLORS),
+            font=dict(size=13),
+            margin=dict(l=60, r=20, t=60, b=50),
+            colorscale=dict(sequential=SEQUENTIAL, diverging=DIVERGING),
+        )
+    )
     pio.templates.default = f"plotly_white+{_TEMPLATE}"
     if os.environ.get("PLOTLY_RENDERER"):
         return  # the reader's explicit choice wins

@@ -72,8 +72,9 @@ def interleaved_times(
     return times
 
 
-def time_call(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1,
-              device: torch.device | str = "cpu") -> list[float]:
+def time_call(
+    fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1, device: torch.device | str = "cpu"
+) -> list[float]:
     """Seconds taken by each of ``repeats`` calls of ``fn``, after ``warmup`` untimed calls."""
     check_positive("repeats", repeats)
     check_positive("warmup", warmup, allow_zero=True)

@@ -22,26 +22,71 @@ import torch
 
 from ..tokenization import SPACE_MARK
 from .diagrams import Box, block_diagram  # re-exported: the chapters draw everything through viz
-from .style import (BLOCKED, COLORS, DIVERGING, SEQUENTIAL, SPACE_LEGEND, SPACE_SHOWN, as_array, axis_labels,
-                    check_backend, mpl_figure, token_label)
+from .style import (
+    BLOCKED,
+    COLORS,
+    DIVERGING,
+    SEQUENTIAL,
+    SPACE_LEGEND,
+    SPACE_SHOWN,
+    as_array,
+    axis_labels,
+    check_backend,
+    mpl_figure,
+    token_label,
+)
 
 __all__ = [
-    "COLORS", "SEQUENTIAL", "DIVERGING", "Box", "SPACE_LEGEND", "token_label",
-    "heatmap", "attention_heatmap", "cross_attention_heatmap", "mask_heatmap", "attention_grid",
-    "positional_encoding_heatmap", "token_strip", "space_legend", "line_plot", "training_curves", "block_diagram",
+    "COLORS",
+    "SEQUENTIAL",
+    "DIVERGING",
+    "Box",
+    "SPACE_LEGEND",
+    "token_label",
+    "heatmap",
+    "attention_heatmap",
+    "cross_attention_heatmap",
+    "mask_heatmap",
+    "attention_grid",
+    "positional_encoding_heatmap",
+    "token_strip",
+    "space_legend",
+    "line_plot",
+    "training_curves",
+    "block_diagram",
 ]
 
+
 # --------------------------------------------------------------------------------------------------- heatmaps
-def _heatmap_trace(z, x_labels, y_labels, colorscale, zmin, zmax, zmid, *, text=None,
-                   names: tuple[str, str] = ("row", "column"), cells_in_figure: int = 0, **kw) -> go.Heatmap:
+def _heatmap_trace(
+    z,
+    x_labels,
+    y_labels,
+    colorscale,
+    zmin,
+    zmax,
+    zmid,
+    *,
+    text=None,
+    names: tuple[str, str] = ("row", "column"),
+    cells_in_figure: int = 0,
+    **kw,
+) -> go.Heatmap:
     # Numeric axes with tick text: a repeated token ("the ... the") must stay two columns, not merge into one.
     # Hover shows the labels through customdata, but only for token-sized figures: it costs two strings a cell.
     small = max(cells_in_figure, len(x_labels) * len(y_labels)) <= 4096
     hover = np.array([[(yl, xl) for xl in x_labels] for yl in y_labels], dtype=object) if small else None
     where = "%{customdata[0]}" if small else "%{y}", "%{customdata[1]}" if small else "%{x}"
     return go.Heatmap(
-        z=np.asarray(z, dtype=np.float32), x=list(range(len(x_labels))), y=list(range(len(y_labels))),
-        customdata=hover, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, text=text,
+        z=np.asarray(z, dtype=np.float32),
+        x=list(range(len(x_labels))),
+        y=list(range(len(y_labels))),
+        customdata=hover,
+        colorscale=colorscale,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=zmid,
+        text=text,
         texttemplate="%{text}" if text is not None else None,
         hovertemplate=f"{names[0]}: {where[0]}<br>{names[1]}: {where[1]}<br>value: %{{z:.3f}}<extra></extra>",
         **kw,
@@ -55,18 +100,33 @@ def _with_space_legend(x_title: str | None, *texts: Sequence[str]) -> str | None
     return f"{x_title} · {SPACE_LEGEND}" if x_title else SPACE_LEGEND
 
 
-def _label_axes(fig: go.Figure, x_labels, y_labels, x_title, y_title, title, square: bool,
-                cell_text: Sequence[str] = ()) -> None:
+def _label_axes(
+    fig: go.Figure, x_labels, y_labels, x_title, y_title, title, square: bool, cell_text: Sequence[str] = ()
+) -> None:
     """Labels on top, row 0 at the top as in a matrix; square cells for token grids; room for both titles."""
     x_title = _with_space_legend(x_title, x_labels, y_labels, cell_text)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(x_labels))), ticktext=x_labels, title=x_title,
-                     side="top", constrain="domain")
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(y_labels))), ticktext=y_labels, title=y_title,
-                     autorange="reversed", **(dict(scaleanchor="x", scaleratio=1, constrain="domain") if square
-                                             else {}))
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(range(len(x_labels))),
+        ticktext=x_labels,
+        title=x_title,
+        side="top",
+        constrain="domain",
+    )
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=list(range(len(y_labels))),
+        ticktext=y_labels,
+        title=y_title,
+        autorange="reversed",
+        **(dict(scaleanchor="x", scaleratio=1, constrain="domain") if square else {}),
+    )
     cell = 40 if square else 26
-    fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), margin=dict(t=120 if title else 90, b=30),
-                      height=min(760, max(300, 150 + cell * len(y_labels))))
+    fig.update_layout(
+        title=dict(text=title, y=0.98, yanchor="top"),
+        margin=dict(t=120 if title else 90, b=30),
+        height=min(760, max(300, 150 + cell * len(y_labels))),
+    )
 
 
 def _mpl_heatmap(ax, z, x_labels, y_labels, cmap, vmin, vmax, x_title, y_title, annotate=False):
@@ -81,11 +141,24 @@ def _mpl_heatmap(ax, z, x_labels, y_labels, cmap, vmin, vmax, x_title, y_title, 
     return image
 
 
-def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[Any] | None = None, *,
-            title: str | None = None, x_title: str | None = None, y_title: str | None = None,
-            diverging: bool = False, zmin: float | None = None, zmax: float | None = None,
-            show_values: bool = False, hover_names: tuple[str, str] = ("row", "column"), square: bool = False,
-            cell_text: Sequence[Sequence[Any]] | None = None, show_scale: bool = True, backend: str = "plotly"):
+def heatmap(
+    z: Any,
+    x_labels: Sequence[Any] | None = None,
+    y_labels: Sequence[Any] | None = None,
+    *,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    diverging: bool = False,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    show_values: bool = False,
+    hover_names: tuple[str, str] = ("row", "column"),
+    square: bool = False,
+    cell_text: Sequence[Sequence[Any]] | None = None,
+    show_scale: bool = True,
+    backend: str = "plotly",
+):
     """A labelled matrix: row ``i`` is ``y_labels[i]`` (top to bottom), column ``j`` is ``x_labels[j]``.
 
     ``diverging=True`` uses the red-blue scale centred at 0 (for signed values); otherwise light-to-dark blue.
@@ -104,14 +177,26 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
     if cell_text is not None:
         cells = [[token_label(t) for t in row] for row in cell_text]
         if len(cells) != z.shape[0] or any(len(row) != z.shape[1] for row in cells):
-            raise ValueError(f"cell_text: expected {z.shape[0]} rows of {z.shape[1]} strings to match z, got "
-                             f"{[len(row) for row in cells]}")
+            raise ValueError(
+                f"cell_text: expected {z.shape[0]} rows of {z.shape[1]} strings to match z, got "
+                f"{[len(row) for row in cells]}"
+            )
         if show_values:
             raise ValueError("show_values, cell_text: expected one kind of cell text, got both")
     if backend == "matplotlib":
         fig, axes = mpl_figure(size=(1.2 + 0.45 * len(xl), 1.2 + 0.4 * len(yl)) if len(xl) <= 24 else (7, 5))
-        image = _mpl_heatmap(axes[0, 0], z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
-                             x_title, y_title, annotate=show_values)
+        image = _mpl_heatmap(
+            axes[0, 0],
+            z,
+            xl,
+            yl,
+            DIVERGING if diverging else SEQUENTIAL,
+            zmin,
+            zmax,
+            x_title,
+            y_title,
+            annotate=show_values,
+        )
         fig.colorbar(image, ax=axes[0, 0])
         axes[0, 0].set_title(title or "")
         return fig
@@ -119,32 +204,78 @@ def heatmap(z: Any, x_labels: Sequence[Any] | None = None, y_labels: Sequence[An
     extra = {} if cell_text is None else dict(textfont=dict(size=12))  # plotly would shrink a word to its cell
     if cell_text is not None:
         text = np.array(cells, dtype=object)
-    fig = go.Figure(_heatmap_trace(z, xl, yl, DIVERGING if diverging else SEQUENTIAL, zmin, zmax,
-                                   0.0 if diverging else None, text=text, names=hover_names,
-                                   showscale=show_scale, **extra))
-    _label_axes(fig, xl, yl, x_title, y_title, title, square,
-                cell_text=[t for row in cells for t in row] if cell_text is not None else ())
+    fig = go.Figure(
+        _heatmap_trace(
+            z,
+            xl,
+            yl,
+            DIVERGING if diverging else SEQUENTIAL,
+            zmin,
+            zmax,
+            0.0 if diverging else None,
+            text=text,
+            names=hover_names,
+            showscale=show_scale,
+            **extra,
+        )
+    )
+    _label_axes(
+        fig,
+        xl,
+        yl,
+        x_title,
+        y_title,
+        title,
+        square,
+        cell_text=[t for row in cells for t in row] if cell_text is not None else (),
+    )
     return fig
 
 
-def attention_heatmap(weights: Any, query_tokens: Sequence[Any] | None = None,
-                      key_tokens: Sequence[Any] | None = None, title: str | None = None, *,
-                      show_values: bool = False, backend: str = "plotly"):
+def attention_heatmap(
+    weights: Any,
+    query_tokens: Sequence[Any] | None = None,
+    key_tokens: Sequence[Any] | None = None,
+    title: str | None = None,
+    *,
+    show_values: bool = False,
+    backend: str = "plotly",
+):
     """Attention weights: row ``i`` says how query token ``i`` spreads its attention over the key tokens.
 
     Shape:
         weights: (Tq, Tk), rows sum to 1
     """
     w = as_array("weights", weights, 2)
-    query_tokens, key_tokens = axis_labels("query_tokens", query_tokens, w.shape[0]), axis_labels("key_tokens", key_tokens,
-                                                                                          w.shape[1])
-    return heatmap(w, key_tokens, query_tokens, title=title, x_title="key (attended to)",
-                   y_title="query (attending)", zmin=0.0, zmax=1.0, show_values=show_values,
-                   hover_names=("query", "key"), square=True, backend=backend)
+    query_tokens, key_tokens = (
+        axis_labels("query_tokens", query_tokens, w.shape[0]),
+        axis_labels("key_tokens", key_tokens, w.shape[1]),
+    )
+    return heatmap(
+        w,
+        key_tokens,
+        query_tokens,
+        title=title,
+        x_title="key (attended to)",
+        y_title="query (attending)",
+        zmin=0.0,
+        zmax=1.0,
+        show_values=show_values,
+        hover_names=("query", "key"),
+        square=True,
+        backend=backend,
+    )
 
 
-def cross_attention_heatmap(weights: Any, src_tokens: Sequence[Any], tgt_tokens: Sequence[Any],
-                            title: str | None = None, *, show_values: bool = False, backend: str = "plotly"):
+def cross_attention_heatmap(
+    weights: Any,
+    src_tokens: Sequence[Any],
+    tgt_tokens: Sequence[Any],
+    title: str | None = None,
+    *,
+    show_values: bool = False,
+    backend: str = "plotly",
+):
     """Encoder-decoder attention: each target (decoder) token's weights over the source (encoder) tokens.
 
     Shape:
@@ -153,15 +284,34 @@ def cross_attention_heatmap(weights: Any, src_tokens: Sequence[Any], tgt_tokens:
     w = as_array("weights", weights, 2)
     if w.shape != (len(tgt_tokens), len(src_tokens)):
         hint = " (transposed? rows are target tokens)" if w.shape == (len(src_tokens), len(tgt_tokens)) else ""
-        raise ValueError(f"weights: expected shape (len(tgt_tokens), len(src_tokens)) = "
-                         f"({len(tgt_tokens)}, {len(src_tokens)}), got {tuple(w.shape)}{hint}")
-    return heatmap(w, src_tokens, tgt_tokens, title=title, x_title="source token (key, value)",
-                   y_title="target token (query)", zmin=0.0, zmax=1.0, show_values=show_values,
-                   hover_names=("target", "source"), square=True, backend=backend)
+        raise ValueError(
+            f"weights: expected shape (len(tgt_tokens), len(src_tokens)) = "
+            f"({len(tgt_tokens)}, {len(src_tokens)}), got {tuple(w.shape)}{hint}"
+        )
+    return heatmap(
+        w,
+        src_tokens,
+        tgt_tokens,
+        title=title,
+        x_title="source token (key, value)",
+        y_title="target token (query)",
+        zmin=0.0,
+        zmax=1.0,
+        show_values=show_values,
+        hover_names=("target", "source"),
+        square=True,
+        backend=backend,
+    )
 
 
-def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[Any], title: str | None = None,
-                 *, backend: str = "plotly"):
+def mask_heatmap(
+    mask: Any,
+    query_tokens: Sequence[Any],
+    key_tokens: Sequence[Any],
+    title: str | None = None,
+    *,
+    backend: str = "plotly",
+):
     """An attention mask as a grid: a tick where the query may attend to the key, grey where it may not.
 
     Shape:
@@ -176,27 +326,46 @@ def mask_heatmap(mask: Any, query_tokens: Sequence[Any], key_tokens: Sequence[An
     try:
         m = np.broadcast_to(m.astype(bool), shape)
     except ValueError:
-        raise ValueError(f"mask: expected a shape that broadcasts to (len(query_tokens), len(key_tokens)) = "
-                         f"{shape}, got {tuple(np.shape(mask))}") from None
+        raise ValueError(
+            f"mask: expected a shape that broadcasts to (len(query_tokens), len(key_tokens)) = "
+            f"{shape}, got {tuple(np.shape(mask))}"
+        ) from None
     xl, yl = axis_labels("key_tokens", key_tokens, shape[1]), axis_labels("query_tokens", query_tokens, shape[0])
     if backend == "matplotlib":
         from matplotlib.colors import ListedColormap
 
         fig, axes = mpl_figure(size=(1.2 + 0.45 * len(xl), 1.0 + 0.4 * len(yl)))
-        _mpl_heatmap(axes[0, 0], m.astype(float), xl, yl, ListedColormap([BLOCKED, COLORS[0]]), 0, 1,
-                     "key", "query")
+        _mpl_heatmap(axes[0, 0], m.astype(float), xl, yl, ListedColormap([BLOCKED, COLORS[0]]), 0, 1, "key", "query")
         axes[0, 0].set_title(title or "")
         return fig
-    fig = go.Figure(_heatmap_trace(m.astype(int), xl, yl, [[0, BLOCKED], [1, COLORS[0]]], 0, 1, None,
-                                   text=np.where(m, "✓", ""), names=("query", "key"),
-                                   showscale=False, xgap=2, ygap=2))
+    fig = go.Figure(
+        _heatmap_trace(
+            m.astype(int),
+            xl,
+            yl,
+            [[0, BLOCKED], [1, COLORS[0]]],
+            0,
+            1,
+            None,
+            text=np.where(m, "✓", ""),
+            names=("query", "key"),
+            showscale=False,
+            xgap=2,
+            ygap=2,
+        )
+    )
     _label_axes(fig, xl, yl, "key", "query", title, square=True)
     return fig
 
 
-def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
-                   key_tokens: Sequence[Any] | None = None, title: str = "Attention weights", *,
-                   backend: str = "plotly"):
+def attention_grid(
+    weights: Any,
+    query_tokens: Sequence[Any] | None = None,
+    key_tokens: Sequence[Any] | None = None,
+    title: str = "Attention weights",
+    *,
+    backend: str = "plotly",
+):
     """Every head of every layer. Plotly: a layer menu and a head slider that work without a running kernel.
 
     Choosing a layer in the menu resets the slider to head 1. Matplotlib: an L x H grid of small heatmaps.
@@ -220,26 +389,61 @@ def attention_grid(weights: Any, query_tokens: Sequence[Any] | None = None,
         return [(lay, hd) == (layer, head) for lay in range(n_layers) for hd in range(n_heads)]
 
     def head_slider(layer: int) -> dict:
-        steps = [dict(method="update", label=str(head + 1),
-                      args=[{"visible": visible(layer, head)}, {"title.text": f"{title}: layer {layer + 1}, "
-                                                                              f"head {head + 1}"}])
-                 for head in range(n_heads)]
-        return dict(active=0, steps=steps, currentvalue=dict(prefix="head "), x=0.3, len=0.7, y=0, yanchor="top",
-                    pad=dict(t=30))
+        steps = [
+            dict(
+                method="update",
+                label=str(head + 1),
+                args=[
+                    {"visible": visible(layer, head)},
+                    {"title.text": f"{title}: layer {layer + 1}, head {head + 1}"},
+                ],
+            )
+            for head in range(n_heads)
+        ]
+        return dict(
+            active=0, steps=steps, currentvalue=dict(prefix="head "), x=0.3, len=0.7, y=0, yanchor="top", pad=dict(t=30)
+        )
 
-    fig = go.Figure([_heatmap_trace(w[lay, hd], xl, yl, SEQUENTIAL, 0, 1, None, names=("query", "key"),
-                                    cells_in_figure=w.size, visible=(lay, hd) == (0, 0),
-                                    name=f"layer {lay + 1}, head {hd + 1}")
-                     for lay in range(n_layers) for hd in range(n_heads)])
-    buttons = [dict(method="update", label=f"layer {layer + 1}",
-                    args=[{"visible": visible(layer, 0)},
-                          {"sliders": [head_slider(layer)], "title.text": f"{title}: layer {layer + 1}, head 1"}])
-               for layer in range(n_layers)]
+    fig = go.Figure(
+        [
+            _heatmap_trace(
+                w[lay, hd],
+                xl,
+                yl,
+                SEQUENTIAL,
+                0,
+                1,
+                None,
+                names=("query", "key"),
+                cells_in_figure=w.size,
+                visible=(lay, hd) == (0, 0),
+                name=f"layer {lay + 1}, head {hd + 1}",
+            )
+            for lay in range(n_layers)
+            for hd in range(n_heads)
+        ]
+    )
+    buttons = [
+        dict(
+            method="update",
+            label=f"layer {layer + 1}",
+            args=[
+                {"visible": visible(layer, 0)},
+                {"sliders": [head_slider(layer)], "title.text": f"{title}: layer {layer + 1}, head 1"},
+            ],
+        )
+        for layer in range(n_layers)
+    ]
     _label_axes(fig, xl, yl, "key", "query", f"{title}: layer 1, head 1", square=True)
     # a control bar under the grid: the layer menu on the left, the head slider beside it
-    fig.update_layout(sliders=[head_slider(0)], height=fig.layout.height + 110, margin_b=120,
-                      updatemenus=[dict(buttons=buttons, active=0, direction="up", x=0.0, xanchor="left", y=0,
-                                        yanchor="top", pad=dict(t=45))])  # opens upwards, into the figure
+    fig.update_layout(
+        sliders=[head_slider(0)],
+        height=fig.layout.height + 110,
+        margin_b=120,
+        updatemenus=[
+            dict(buttons=buttons, active=0, direction="up", x=0.0, xanchor="left", y=0, yanchor="top", pad=dict(t=45))
+        ],
+    )  # opens upwards, into the figure
     return fig
 
 
@@ -250,15 +454,25 @@ def positional_encoding_heatmap(pe: Any, title: str | None = "Positional encodin
         pe: (T, C)
     """
     pe = as_array("pe", pe, 2)
-    return heatmap(pe, None, None, title=title, x_title="dimension i", y_title="position pos",
-                   diverging=True, backend=backend)
+    return heatmap(
+        pe, None, None, title=title, x_title="dimension i", y_title="position pos", diverging=True, backend=backend
+    )
 
 
 def space_legend() -> dict:
     """The one-line legend of ``␣`` as a plotly annotation over the plot's top-right corner, for a figure whose
     token labels a chapter draws itself (bar charts): ``fig.update_layout(annotations=[viz.space_legend()])``."""
-    return dict(text=SPACE_LEGEND, x=1, xref="paper", xanchor="right", y=1, yref="paper", yanchor="bottom",
-                showarrow=False, font=dict(size=11))
+    return dict(
+        text=SPACE_LEGEND,
+        x=1,
+        xref="paper",
+        xanchor="right",
+        y=1,
+        yref="paper",
+        yanchor="bottom",
+        showarrow=False,
+        font=dict(size=11),
+    )
 
 
 def token_strip(pieces: Sequence[str], *, title: str | None = None, line_chars: int = 34):
@@ -282,26 +496,65 @@ def token_strip(pieces: Sequence[str], *, title: str | None = None, line_chars: 
     for row, line in enumerate(lines):
         widths = [len(p) for p in line]
         colors = [COLORS[5] if len(p) == 1 else COLORS[(index + i) % 2] for i, p in enumerate(line)]
-        fig.add_trace(go.Bar(
-            x=widths, base=[sum(widths[:i]) for i in range(len(line))], y=[row] * len(line), orientation="h",
-            text=[token_label(p) for p in line], customdata=line, textposition="inside", insidetextanchor="middle",
-            textangle=0, textfont=dict(size=14), marker=dict(color=colors, line=dict(color="white", width=2)),
-            hovertemplate="%{customdata}<extra></extra>", showlegend=False))
+        fig.add_trace(
+            go.Bar(
+                x=widths,
+                base=[sum(widths[:i]) for i in range(len(line))],
+                y=[row] * len(line),
+                orientation="h",
+                text=[token_label(p) for p in line],
+                customdata=line,
+                textposition="inside",
+                insidetextanchor="middle",
+                textangle=0,
+                textfont=dict(size=14),
+                marker=dict(color=colors, line=dict(color="white", width=2)),
+                hovertemplate="%{customdata}<extra></extra>",
+                showlegend=False,
+            )
+        )
         index += len(line)
     legend = "grey: a single character" + (f" · {SPACE_LEGEND}" if any(SPACE_MARK in p for p in pieces) else "")
-    fig.update_layout(title=title, height=190 + 46 * len(lines), bargap=0.25, barmode="overlay",  # room for a slider
-                      uniformtext=dict(minsize=10, mode="show"), margin=dict(l=10, r=10, t=60, b=100),
-                      xaxis=dict(visible=False, range=[-0.2, line_chars + 0.2]),
-                      yaxis=dict(visible=False, autorange="reversed"),
-                      annotations=[dict(text=legend, x=0, xref="paper", xanchor="left", y=0, yref="paper",
-                                        yanchor="top", yshift=-6, showarrow=False, font=dict(size=11))])
+    fig.update_layout(
+        title=title,
+        height=190 + 46 * len(lines),
+        bargap=0.25,
+        barmode="overlay",  # room for a slider
+        uniformtext=dict(minsize=10, mode="show"),
+        margin=dict(l=10, r=10, t=60, b=100),
+        xaxis=dict(visible=False, range=[-0.2, line_chars + 0.2]),
+        yaxis=dict(visible=False, autorange="reversed"),
+        annotations=[
+            dict(
+                text=legend,
+                x=0,
+                xref="paper",
+                xanchor="left",
+                y=0,
+                yref="paper",
+                yanchor="top",
+                yshift=-6,
+                showarrow=False,
+                font=dict(size=11),
+            )
+        ],
+    )
     return fig
 
 
 # ----------------------------------------------------------------------------------------------------- curves
-def line_plot(x: Any, ys: Mapping[str, Any], *, title: str | None = None, x_title: str | None = None,
-              y_title: str | None = None, log_x: bool = False, log_y: bool = False, markers: bool = False,
-              backend: str = "plotly"):
+def line_plot(
+    x: Any,
+    ys: Mapping[str, Any],
+    *,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    log_x: bool = False,
+    log_y: bool = False,
+    markers: bool = False,
+    backend: str = "plotly",
+):
     """One line per entry of ``ys`` (name -> values), all over the same ``x``.
 
     Shape:
@@ -320,12 +573,18 @@ def line_plot(x: Any, ys: Mapping[str, Any], *, title: str | None = None, x_titl
         ax = axes[0, 0]
         for name, y in series.items():
             ax.plot(x, y, marker="o" if markers else None, label=name)
-        ax.set(title=title or "", xlabel=x_title, ylabel=y_title, xscale="log" if log_x else "linear",
-               yscale="log" if log_y else "linear")
+        ax.set(
+            title=title or "",
+            xlabel=x_title,
+            ylabel=y_title,
+            xscale="log" if log_x else "linear",
+            yscale="log" if log_y else "linear",
+        )
         ax.legend()
         return fig
-    fig = go.Figure([go.Scatter(x=x, y=y, name=name, mode="lines+markers" if markers else "lines")
-                     for name, y in series.items()])
+    fig = go.Figure(
+        [go.Scatter(x=x, y=y, name=name, mode="lines+markers" if markers else "lines") for name, y in series.items()]
+    )
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, hovermode="x unified")
     # log axes read 10^-6, not plotly's SI prefixes ("1µ"), which mix badly with powers of ten in the text
     fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
@@ -333,8 +592,15 @@ def line_plot(x: Any, ys: Mapping[str, Any], *, title: str | None = None, x_titl
     return fig
 
 
-def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: str | None = "Training",
-                    x_title: str = "step", log_y: bool = False, backend: str = "plotly"):
+def training_curves(
+    history: Any,
+    *,
+    keys: Sequence[str] | None = None,
+    title: str | None = "Training",
+    x_title: str = "step",
+    log_y: bool = False,
+    backend: str = "plotly",
+):
     """Curves from ``{"train_loss": [...], "val_loss": [...]}`` or an object with list attributes (such as
     ``tl.History``): one panel per quantity, where a quantity is the name after its last "_" (so
     ``train_loss`` and ``val_loss`` share the "loss" panel while ``lr`` gets its own). A shorter series (say,
@@ -345,9 +611,18 @@ def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: s
         source = history
     else:
         source = dataclasses.asdict(history) if dataclasses.is_dataclass(history) else vars(history)
-    names = list(keys) if keys is not None else [
-        k for k, v in source.items() if not k.startswith("_") and isinstance(v, (list, tuple, np.ndarray))
-        and len(v) > 0 and all(isinstance(e, (int, float, np.number)) for e in v)]
+    names = (
+        list(keys)
+        if keys is not None
+        else [
+            k
+            for k, v in source.items()
+            if not k.startswith("_")
+            and isinstance(v, (list, tuple, np.ndarray))
+            and len(v) > 0
+            and all(isinstance(e, (int, float, np.number)) for e in v)
+        ]
+    )
     missing = [k for k in names if k not in source]
     if not names or missing:
         raise ValueError(f"history: expected non-empty lists of numbers (keys={keys}), got keys {list(source)}")
@@ -374,9 +649,17 @@ def training_curves(history: Any, *, keys: Sequence[str] | None = None, title: s
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06)
     for row, (quantity, members) in enumerate(panels.items(), start=1):
         for k in members:
-            fig.add_trace(go.Scatter(x=xs(k), y=source[k], name=k, mode="lines" if len(source[k]) > 30
-                                     else "lines+markers", line=dict(color=COLORS[names.index(k) % len(COLORS)])),
-                          row=row, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=xs(k),
+                    y=source[k],
+                    name=k,
+                    mode="lines" if len(source[k]) > 30 else "lines+markers",
+                    line=dict(color=COLORS[names.index(k) % len(COLORS)]),
+                ),
+                row=row,
+                col=1,
+            )
         fig.update_yaxes(title_text=quantity, type="log" if log_y else "linear", exponentformat="power", row=row, col=1)
     fig.update_xaxes(title_text=x_title, row=len(panels), col=1)
     fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")

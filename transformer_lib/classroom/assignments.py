@@ -36,8 +36,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Exercise", "Assignment", "ASSIGNMENTS", "get_assignment", "student_source", "student_notebook",
-           "generate", "notebook_namespace", "build_teacher_book", "main"]
+__all__ = [
+    "Exercise",
+    "Assignment",
+    "ASSIGNMENTS",
+    "get_assignment",
+    "student_source",
+    "student_notebook",
+    "generate",
+    "notebook_namespace",
+    "build_teacher_book",
+    "main",
+]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ANSWER_HERE = "*Write your answer here.*"  # what a written answer becomes in the student notebook
@@ -85,28 +95,63 @@ class Assignment:
 
 
 # Points are set here and nowhere else: the grader's sheets and the nbgrader export read them.
-ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in (
-    Assignment("01_tokenizer", "A word tokenizer with special tokens and padding", "tokenization",
-               (Exercise(("build_vocab",), "check_build_vocab", points=4),
+ASSIGNMENTS: dict[str, Assignment] = {
+    a.id: a
+    for a in (
+        Assignment(
+            "01_tokenizer",
+            "A word tokenizer with special tokens and padding",
+            "tokenization",
+            (
+                Exercise(("build_vocab",), "check_build_vocab", points=4),
                 Exercise(("encode",), "check_encode", points=3),
-                Exercise(("pad_sequences",), "check_pad_sequences", points=3))),
-    Assignment("02_positional_encoding", "The sinusoidal positional encoding", "positional encoding",
-               (Exercise(("positional_encoding",), "check_positional_encoding", points=10),)),
-    Assignment("03_attention", "Scaled dot-product attention", "attention",
-               (Exercise(("attention",), "check_attention", points=10),)),
-    Assignment("04_masks", "Padding and causal masks", "masks",
-               (Exercise(("make_padding_mask",), "check_padding_mask", points=3),
+                Exercise(("pad_sequences",), "check_pad_sequences", points=3),
+            ),
+        ),
+        Assignment(
+            "02_positional_encoding",
+            "The sinusoidal positional encoding",
+            "positional encoding",
+            (Exercise(("positional_encoding",), "check_positional_encoding", points=10),),
+        ),
+        Assignment(
+            "03_attention",
+            "Scaled dot-product attention",
+            "attention",
+            (Exercise(("attention",), "check_attention", points=10),),
+        ),
+        Assignment(
+            "04_masks",
+            "Padding and causal masks",
+            "masks",
+            (
+                Exercise(("make_padding_mask",), "check_padding_mask", points=3),
                 Exercise(("make_causal_mask",), "check_causal_mask", points=3),
-                Exercise(("make_decoder_mask",), "check_decoder_mask", points=4))),
-    Assignment("05_multi_head_attention", "Multi-head attention", "multi-head attention",
-               (Exercise(("split_heads",), "check_split_heads", points=3),
+                Exercise(("make_decoder_mask",), "check_decoder_mask", points=4),
+            ),
+        ),
+        Assignment(
+            "05_multi_head_attention",
+            "Multi-head attention",
+            "multi-head attention",
+            (
+                Exercise(("split_heads",), "check_split_heads", points=3),
                 Exercise(("merge_heads",), "check_merge_heads", points=2),
-                Exercise(("MultiHead",), "check_multi_head_attention", points=5))),
-    Assignment("06_decoder", "A decoder layer, greedy decoding and beam search", "decoder and decoding",
-               (Exercise(("DecoderBlock",), "check_decoder_layer", points=5),
+                Exercise(("MultiHead",), "check_multi_head_attention", points=5),
+            ),
+        ),
+        Assignment(
+            "06_decoder",
+            "A decoder layer, greedy decoding and beam search",
+            "decoder and decoding",
+            (
+                Exercise(("DecoderBlock",), "check_decoder_layer", points=5),
                 Exercise(("decode_greedy",), "check_greedy_decode", points=5),
-                Exercise(("decode_beam",), "check_beam_search", extension=True, points=5))),
-)}
+                Exercise(("decode_beam",), "check_beam_search", extension=True, points=5),
+            ),
+        ),
+    )
+}
 
 
 def get_assignment(assignment_id: str) -> Assignment:
@@ -148,8 +193,10 @@ def student_source(source: str, *, code: bool = True) -> str:
             indent = line[: len(line) - len(line.lstrip())]
             if code:
                 name = _enclosing_name(out, indent)
-                out += [f"{indent}# YOUR CODE HERE",
-                        f'{indent}raise NotImplementedError("{name}: not implemented yet")']
+                out += [
+                    f"{indent}# YOUR CODE HERE",
+                    f'{indent}raise NotImplementedError("{name}: not implemented yet")',
+                ]
             else:
                 out.append(ANSWER_HERE)
         elif marker == END:
@@ -221,8 +268,11 @@ def _solutions_dir(root: str | Path, solutions: str | Path | None) -> Path:
     """The folder of solution notebooks: ``solutions``, or ``root/assignments``; it must hold some."""
     src_dir = Path(solutions) if solutions is not None else Path(root) / "assignments"
     if not any(src_dir.glob("[0-9][0-9]_*.ipynb")):
-        where = f"solutions: no solution notebooks NN_name.ipynb in {src_dir}" if solutions is not None else \
-            f"root: no solution notebooks assignments/NN_name.ipynb under {root}"
+        where = (
+            f"solutions: no solution notebooks NN_name.ipynb in {src_dir}"
+            if solutions is not None
+            else f"root: no solution notebooks assignments/NN_name.ipynb under {root}"
+        )
         raise FileNotFoundError(where)
     return src_dir
 
@@ -244,12 +294,23 @@ def notebook_namespace(path: str | Path, *, skip_tags: tuple[str, ...] = ("check
 # --------------------------------------------------------------------------------------------------------------
 # A teacher's copy of the book, with the solutions
 # --------------------------------------------------------------------------------------------------------------
-_NOT_COPIED = (".git", ".venv", "venv", "_build", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
-               "node_modules", "*.egg-info", ".jupyter_cache")
+_NOT_COPIED = (
+    ".git",
+    ".venv",
+    "venv",
+    "_build",
+    "__pycache__",
+    ".pytest_cache",
+    ".ipynb_checkpoints",
+    "node_modules",
+    "*.egg-info",
+    ".jupyter_cache",
+)
 
 
-def build_teacher_book(dest: str | Path, root: str | Path, *, build: bool = False,
-                       solutions: str | Path | None = None) -> Path:
+def build_teacher_book(
+    dest: str | Path, root: str | Path, *, build: bool = False, solutions: str | Path | None = None
+) -> Path:
     """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks (from ``solutions``,
     default ``root/assignments``) in place of the student ones; with ``build`` also run
     ``jupyter-book build dest``. Returns ``dest``.
@@ -274,18 +335,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.classroom.assignments",
         description="Generate the student notebooks book/assignments/NN.ipynb from the solutions in "
-                    "assignments/, or build a teacher's copy of the book with the solutions.")
-    parser.add_argument("--root", type=Path, default=Path.cwd(),
-                        help="the book's repository, holding assignments/ and book/ (default: the current folder)")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit with status 1 if a student notebook is out of date")
-    parser.add_argument("--teacher-book", type=Path, metavar="DIR",
-                        help="copy the book to DIR with the solution notebooks in place of the student ones")
+        "assignments/, or build a teacher's copy of the book with the solutions.",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path.cwd(),
+        help="the book's repository, holding assignments/ and book/ (default: the current folder)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit with status 1 if a student notebook is out of date"
+    )
+    parser.add_argument(
+        "--teacher-book",
+        type=Path,
+        metavar="DIR",
+        help="copy the book to DIR with the solution notebooks in place of the student ones",
+    )
     parser.add_argument("--build", action="store_true", help="with --teacher-book: also run jupyter-book build DIR")
-    parser.add_argument("--nbgrader", type=Path, metavar="DIR",
-                        help="write an nbgrader course folder to DIR (source/<id>/<id>.ipynb, nbgrader_config.py)")
-    parser.add_argument("--solutions", type=Path, metavar="DIR",
-                        help="the folder of solution notebooks (default: ROOT/assignments); keep it private")
+    parser.add_argument(
+        "--nbgrader",
+        type=Path,
+        metavar="DIR",
+        help="write an nbgrader course folder to DIR (source/<id>/<id>.ipynb, nbgrader_config.py)",
+    )
+    parser.add_argument(
+        "--solutions",
+        type=Path,
+        metavar="DIR",
+        help="the folder of solution notebooks (default: ROOT/assignments); keep it private",
+    )
     args = parser.parse_args(argv)
     if args.nbgrader:
         from .nbgrader_export import export_course

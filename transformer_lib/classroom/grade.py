@@ -77,13 +77,20 @@ from . import integrity
 from .assignments import ASSIGNMENTS, Exercise
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
+from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
 from .kernels import GRACE, SETUP_KEY, error_of, run_cells
 from .sandbox import LibraryCopy, Sandbox
-from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
 from .submissions import assignment_for, collect_submissions, read_roster
 
-__all__ = ["GradedNotebook", "find_submissions", "grade_notebook", "grade_folder", "write_csv", "feedback_markdown",
-           "main"]
+__all__ = [
+    "GradedNotebook",
+    "find_submissions",
+    "grade_notebook",
+    "grade_folder",
+    "write_csv",
+    "feedback_markdown",
+    "main",
+]
 
 _LIBRARY = Path(__file__).resolve().parents[1]  # this transformer_lib: kernels import a read-only copy of it
 _LIBRARY_PARENT = str(_LIBRARY.parent)  # the repository it sits in (its book/assignments)
@@ -105,10 +112,25 @@ class GradedNotebook:
 
     def rows(self) -> list[dict[str, Any]]:
         if not self.results:  # unknown assignment: one row that says so
-            return [{"student": self.student, "assignment": self.assignment, "exercise": "-", "passed": 0,
-                     "message": "; ".join(self.problems)}]
-        return [{"student": self.student, "assignment": self.assignment, "exercise": r.exercise,
-                 "passed": int(r.passed), "message": r.message} for r in self.results]
+            return [
+                {
+                    "student": self.student,
+                    "assignment": self.assignment,
+                    "exercise": "-",
+                    "passed": 0,
+                    "message": "; ".join(self.problems),
+                }
+            ]
+        return [
+            {
+                "student": self.student,
+                "assignment": self.assignment,
+                "exercise": r.exercise,
+                "passed": int(r.passed),
+                "message": r.message,
+            }
+            for r in self.results
+        ]
 
 
 def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -> list[tuple[str, Path]]:
@@ -130,18 +152,22 @@ def _record_cell(ex: Exercise, nonce: str, time_limit: float) -> Any:
     return nbformat.v4.new_code_cell(
         "from transformer_lib.classroom.checks.record import record_exercise as _tl_record\n"
         f"print({RESULT_MARKER + nonce!r} + _tl_record({ex.check!r}, globals(), {list(ex.names)!r}, "
-        f"time_limit={time_limit!r}))")
+        f"time_limit={time_limit!r}))"
+    )
 
 
 def _stdout(cell: Any) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", [])
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    return "".join(
+        o.get("text", "")
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
 
 
 def _read_recording(cell: Any, marker: str) -> tuple[str | None, str]:
     """The recording an injected cell printed, or None and why not. Exactly one line must carry the marker: a
     second one means the student's code printed an imitation, and nothing from that cell is trusted."""
-    lines = [line[len(marker):] for line in _stdout(cell).splitlines() if line.startswith(marker)]
+    lines = [line[len(marker) :] for line in _stdout(cell).splitlines() if line.startswith(marker)]
     if len(lines) == 1:
         return lines[0], ""
     return None, "no recording" if not lines else "more than one recording (an imitation printed by the notebook)"
@@ -151,10 +177,18 @@ def _failed(ex: Exercise, summary: str, hint: str, error: str) -> CheckResult:
     return CheckResult(ex.name, False, summary, "", (hint,), error)
 
 
-def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float = 60,
-                   time_limit: float = DEFAULT_TIME_LIMIT, kernel_name: str = "python3",
-                   hide: list[str | Path] | tuple[str | Path, ...] = (), library: LibraryCopy | None = None,
-                   isolate: bool | None = None, grace: float = GRACE) -> GradedNotebook:
+def grade_notebook(
+    path: str | Path,
+    student: str = "",
+    *,
+    cell_timeout: float = 60,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    kernel_name: str = "python3",
+    hide: list[str | Path] | tuple[str | Path, ...] = (),
+    library: LibraryCopy | None = None,
+    isolate: bool | None = None,
+    grace: float = GRACE,
+) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
 
     ``cell_timeout`` limits each cell: a cell that runs longer is interrupted, and a kernel that does not answer the
@@ -177,8 +211,10 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
     assignment = assignment_for(path)  # 03_attention.ipynb, 03_attention (1).ipynb, an LMS name
     graded = GradedNotebook(student, path.stem, path)
     if assignment is None:
-        graded.problems.append(f"Unknown assignment file name {path.name!r}: expected one of "
-                               f"{', '.join(a + '.ipynb' for a in ASSIGNMENTS)}.")
+        graded.problems.append(
+            f"Unknown assignment file name {path.name!r}: expected one of "
+            f"{', '.join(a + '.ipynb' for a in ASSIGNMENTS)}."
+        )
         return graded
     graded.assignment = assignment.id
     try:
@@ -188,16 +224,25 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
     except Exception as e:  # not JSON, not a notebook, not UTF-8, ...
         reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
         graded.problems.append(f"The notebook could not be read ({reason}).")
-        graded.results = [_failed(ex, "The notebook could not be read: it is not a valid .ipynb file.",
-                                  "Save the notebook from Jupyter (File > Save) and submit the .ipynb file itself, "
-                                  "not a copy edited by hand or renamed from another format.", "NotebookError")
-                          for ex in assignment.exercises]
+        graded.results = [
+            _failed(
+                ex,
+                "The notebook could not be read: it is not a valid .ipynb file.",
+                "Save the notebook from Jupyter (File > Save) and submit the .ipynb file itself, "
+                "not a copy edited by hand or renamed from another format.",
+                "NotebookError",
+            )
+            for ex in assignment.exercises
+        ]
         return graded
 
     # the student's code cells (their own check cells are left out: the injected cells run the same checks),
     # numbered from the top of the notebook, markdown cells included
-    code = [(number, str(cell.get("source", ""))) for number, cell in enumerate(nb.cells, start=1)
-            if cell.get("cell_type") == "code" and "check" not in cell.get("metadata", {}).get("tags", [])]
+    code = [
+        (number, str(cell.get("source", "")))
+        for number, cell in enumerate(nb.cells, start=1)
+        if cell.get("cell_type") == "code" and "check" not in cell.get("metadata", {}).get("tags", [])
+    ]
     defined = integrity.definitions([source for _, source in code])
     flags = integrity.flags([source for _, source in code], {ex.name: ex.names for ex in assignment.exercises})
     own_library = library is None
@@ -217,32 +262,42 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
             else:  # the cells up to the last definition of a name still to grade, without the bad ones
                 last = max((defined[n][-1] for ex in pending for n in ex.names if n in defined), default=-1)
                 chosen = [i for i in range(last + 1) if code[i][0] not in left_out]
-            setup = nbformat.v4.new_code_cell("import transformer_lib.classroom.checks.record  # loaded before the "
-                                              "student's cells are timed")
-            cells = [(SETUP_KEY, setup)] + [(("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1]))
-                                         for i in chosen]
+            setup = nbformat.v4.new_code_cell(
+                "import transformer_lib.classroom.checks.record  # loaded before the student's cells are timed"
+            )
+            cells = [(SETUP_KEY, setup)] + [
+                (("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1])) for i in chosen
+            ]
             cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
             sandbox = Sandbox(library, [path.resolve().parent, *hide], isolate=isolate)
             run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
             if not library.verify():
-                notes.append("The notebook changed the grader's copy of transformer_lib; the copy was restored "
-                             "before anything else ran.")
+                notes.append(
+                    "The notebook changed the grader's copy of transformer_lib; the copy was restored "
+                    "before anything else ran."
+                )
             if run.leftovers:
-                notes.append(f"{run.leftovers} process(es) the notebook started were still running after its kernel "
-                             "ended, and were killed.")
+                notes.append(
+                    f"{run.leftovers} process(es) the notebook started were still running after its kernel "
+                    "ended, and were killed."
+                )
             by_key = dict(cells)
             for key, state in run.state.items():
                 if key[0] == "cell" and key[1] not in errors:
                     if state == "error":
                         errors[key[1]] = f"Cell {key[1]} raised {error_of(by_key[key])}"
                     elif state == "timeout":
-                        errors[key[1]] = (f"Cell {key[1]} did not finish within {cell_timeout:g} s and was stopped "
-                                          "(an endless loop?).")
+                        errors[key[1]] = (
+                            f"Cell {key[1]} did not finish within {cell_timeout:g} s and was stopped "
+                            "(an endless loop?)."
+                        )
                         left_out.add(key[1])
                 elif key == SETUP_KEY and state != "ok":
-                    notes.append(f"The grader could not import transformer_lib in the kernel {kernel_name!r}: "
-                                 "install the library in that kernel's environment (pip install -e .) or pick "
-                                 "another with --kernel.")
+                    notes.append(
+                        f"The grader could not import transformer_lib in the kernel {kernel_name!r}: "
+                        "install the library in that kernel's environment (pip install -e .) or pick "
+                        "another with --kernel."
+                    )
                 elif key[0] == "check" and state in ("ok", "error", "timeout"):
                     ex = next(e for e in pending if e.name == key[1])
                     results[ex.name] = _verdict(ex, by_key[key], marker, time_limit)
@@ -252,28 +307,40 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
             elif run.stopped is not None:
                 how, key = run.stopped
                 if how == "deadline":
-                    notes.append(f"Grading this notebook ran out of time (about {cell_timeout:g} s per cell); the "
-                                 "exercises not graded by then fail.")
+                    notes.append(
+                        f"Grading this notebook ran out of time (about {cell_timeout:g} s per cell); the "
+                        "exercises not graded by then fail."
+                    )
                     stop = True
                 elif key == SETUP_KEY or key is None:
                     notes.append("The kernel died while starting.")
                     stop = True
                 elif key[0] == "cell":
                     left_out.add(key[1])
-                    what = (f"did not finish within {cell_timeout:g} s and did not answer the interrupt (does it "
-                            "catch BaseException?), so its kernel was killed" if how == "hung" else
-                            "stopped the kernel (os._exit, a crash, running out of memory?)")
-                    errors[key[1]] = (f"Cell {key[1]} {what}; the exercises were graded in a fresh kernel that ran "
-                                      f"the cells defining them, without cell {key[1]}.")
+                    what = (
+                        f"did not finish within {cell_timeout:g} s and did not answer the interrupt (does it "
+                        "catch BaseException?), so its kernel was killed"
+                        if how == "hung"
+                        else "stopped the kernel (os._exit, a crash, running out of memory?)"
+                    )
+                    errors[key[1]] = (
+                        f"Cell {key[1]} {what}; the exercises were graded in a fresh kernel that ran "
+                        f"the cells defining them, without cell {key[1]}."
+                    )
                 else:
                     ex = next(e for e in pending if e.name == key[1])
                     results[ex.name] = _failed(
-                        ex, f"The check of {ex.name} did not finish: your code "
-                        + ("ignored the time limit and the interrupt, so its kernel was killed." if how == "hung"
-                           else "stopped the kernel (os._exit, a crash, running out of memory?)."),
+                        ex,
+                        f"The check of {ex.name} did not finish: your code "
+                        + (
+                            "ignored the time limit and the interrupt, so its kernel was killed."
+                            if how == "hung"
+                            else "stopped the kernel (os._exit, a crash, running out of memory?)."
+                        ),
                         "Run the check cell in your notebook: your function must return within the time limit and "
-                        "must not catch BaseException or KeyboardInterrupt.", "TimeoutError" if how == "hung"
-                        else "KernelDied")
+                        "must not catch BaseException or KeyboardInterrupt.",
+                        "TimeoutError" if how == "hung" else "KernelDied",
+                    )
             else:
                 break
             first = False
@@ -282,10 +349,16 @@ def grade_notebook(path: str | Path, student: str = "", *, cell_timeout: float =
             library.cleanup()
 
     for ex in assignment.exercises:
-        result = results[ex.name] if ex.name in results else _failed(  # (a failed CheckResult is falsy)
-            ex, "The check did not finish (a time-out, or the kernel stopped).",
-            "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable time.",
-            "GraderError")
+        result = (
+            results[ex.name]
+            if ex.name in results
+            else _failed(  # (a failed CheckResult is falsy)
+                ex,
+                "The check did not finish (a time-out, or the kernel stopped).",
+                "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable time.",
+                "GraderError",
+            )
+        )
         result.flags = list(flags.get(ex.name, []))
         graded.results.append(result)
     graded.problems = [errors[n] for n in sorted(errors)] + notes
@@ -298,16 +371,25 @@ def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckRe
     text, why = _read_recording(cell, marker)
     if text is None:
         error = error_of(cell)
-        return _failed(ex, "The check did not finish (a time-out, or the kernel stopped)." if not error and
-                       why == "no recording" else f"The grader could not read the check's result: {error or why}.",
-                       "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable "
-                       "time, and that it does not print lines that imitate the grader's.", "GraderError")
+        return _failed(
+            ex,
+            "The check did not finish (a time-out, or the kernel stopped)."
+            if not error and why == "no recording"
+            else f"The grader could not read the check's result: {error or why}.",
+            "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable "
+            "time, and that it does not print lines that imitate the grader's.",
+            "GraderError",
+        )
     try:
         return replay_exercise(ex.check, ex.names, text, time_limit)
     except RecordingError as e:
-        return _failed(ex, f"The kernel's recording of the check could not be read: {e}.",
-                       "Run the notebook as handed out: do not change the checks, the library or the grader's "
-                       "cells. If you did not, tell your teacher.", "RecordingError")
+        return _failed(
+            ex,
+            f"The kernel's recording of the check could not be read: {e}.",
+            "Run the notebook as handed out: do not change the checks, the library or the grader's "
+            "cells. If you did not, tell your teacher.",
+            "RecordingError",
+        )
 
 
 def _default_templates() -> Path | None:
@@ -319,12 +401,22 @@ def _default_templates() -> Path | None:
     return None
 
 
-def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path | None = None, *,
-                 cell_timeout: float = 60, time_limit: float = DEFAULT_TIME_LIMIT, kernel_name: str = "python3",
-                 jobs: int = 1, progress: bool = True, roster: str | Path | None = None,
-                 totals: str | Path | None = None, answers: str | Path | None = None,
-                 templates: str | Path | None = None, written: dict[Path, str] | None = None
-                 ) -> list[GradedNotebook]:
+def grade_folder(
+    folder: str | Path,
+    out: str | Path,
+    feedback_dir: str | Path | None = None,
+    *,
+    cell_timeout: float = 60,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    kernel_name: str = "python3",
+    jobs: int = 1,
+    progress: bool = True,
+    roster: str | Path | None = None,
+    totals: str | Path | None = None,
+    answers: str | Path | None = None,
+    templates: str | Path | None = None,
+    written: dict[Path, str] | None = None,
+) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
     feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
@@ -339,19 +431,33 @@ def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path |
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
     submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
     if not submissions:
-        raise FileNotFoundError(f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}")
+        raise FileNotFoundError(
+            f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}"
+        )
     digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
     graded: list[GradedNotebook | None] = [None] * len(submissions)
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
     hide = [folder, out.parent, feedback_dir]  # kernels see none of these (see transformer_lib.classroom.sandbox)
     library = LibraryCopy()  # one read-only copy for the run, checked after every notebook
-    with ThreadPoolExecutor(max_workers=jobs) as pool, \
-            tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar, \
-            contextlib.closing(library) as library:
-        futures = {pool.submit(grade_notebook, s.path, s.student, cell_timeout=cell_timeout, time_limit=time_limit,
-                               kernel_name=kernel_name, hide=hide, library=library): i
-                   for i, s in enumerate(submissions)}
+    with (
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+        tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar,
+        contextlib.closing(library) as library,
+    ):
+        futures = {
+            pool.submit(
+                grade_notebook,
+                s.path,
+                s.student,
+                cell_timeout=cell_timeout,
+                time_limit=time_limit,
+                kernel_name=kernel_name,
+                hide=hide,
+                library=library,
+            ): i
+            for i, s in enumerate(submissions)
+        }
         for future in as_completed(futures):
             i = futures[future]
             graded[i] = future.result()
@@ -361,8 +467,7 @@ def grade_folder(folder: str | Path, out: str | Path, feedback_dir: str | Path |
         g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
     templates = templates if templates is not None else _default_templates()
-    files = write_gradebook(out, graded, feedback_dir=feedback_dir, totals=totals, answers=answers,
-                            templates=templates)
+    files = write_gradebook(out, graded, feedback_dir=feedback_dir, totals=totals, answers=answers, templates=templates)
     if written is not None:
         written.update(files)
     return graded
@@ -372,50 +477,105 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.classroom.grade",
         description="Run each submitted notebook (SUBMISSIONS_DIR/<student>/<assignment>.ipynb, or LMS bulk-download "
-                    "names such as smithjohn_123_03_attention.ipynb) in its own kernel, check every exercise, and "
-                    "write the gradebook: a CSV per exercise, a totals CSV, a CSV of written answers, a markdown "
-                    "feedback file per student and a SHA-256 manifest of them all.")
+        "names such as smithjohn_123_03_attention.ipynb) in its own kernel, check every exercise, and "
+        "write the gradebook: a CSV per exercise, a totals CSV, a CSV of written answers, a markdown "
+        "feedback file per student and a SHA-256 manifest of them all.",
+    )
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
-    parser.add_argument("--out", type=Path, default=Path("grades.csv"),
-                        help="the per-exercise CSV to write (default: %(default)s); the other sheets go next to it")
-    parser.add_argument("--totals", type=Path, default=None, metavar="CSV",
-                        help="one row per student with points per assignment (default: <out>_totals.csv)")
-    parser.add_argument("--answers", type=Path, default=None, metavar="CSV",
-                        help="the written answers, for grading by hand (default: <out>_answers.csv)")
-    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="maps LMS ids/names to students: columns student, lms_id and/or lms_name")
-    parser.add_argument("--templates", type=Path, default=None, metavar="DIR",
-                        help="the student notebooks handed out, whose 'answer' cells hold the written questions "
-                             "(default: book/assignments)")
-    parser.add_argument("--feedback", type=Path, default=None, metavar="DIR",
-                        help="folder for <student>.md feedback files (default: 'feedback' next to --out)")
-    parser.add_argument("--timeout", type=float, default=60, metavar="SECONDS",
-                        help="time limit per notebook cell (default: %(default)s)")
-    parser.add_argument("--check-time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
-                        help="time limit per call of a student's function inside a check (default: %(default)s)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("grades.csv"),
+        help="the per-exercise CSV to write (default: %(default)s); the other sheets go next to it",
+    )
+    parser.add_argument(
+        "--totals",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="one row per student with points per assignment (default: <out>_totals.csv)",
+    )
+    parser.add_argument(
+        "--answers",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="the written answers, for grading by hand (default: <out>_answers.csv)",
+    )
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="maps LMS ids/names to students: columns student, lms_id and/or lms_name",
+    )
+    parser.add_argument(
+        "--templates",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the student notebooks handed out, whose 'answer' cells hold the written questions "
+        "(default: book/assignments)",
+    )
+    parser.add_argument(
+        "--feedback",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder for <student>.md feedback files (default: 'feedback' next to --out)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60,
+        metavar="SECONDS",
+        help="time limit per notebook cell (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--check-time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="SECONDS",
+        help="time limit per call of a student's function inside a check (default: %(default)s)",
+    )
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
     written: dict[Path, str] = {}
     try:
-        graded = grade_folder(args.submissions, args.out, args.feedback, cell_timeout=args.timeout,
-                              time_limit=args.check_time_limit, kernel_name=args.kernel, jobs=args.jobs,
-                              progress=not args.no_progress, roster=args.roster, totals=args.totals,
-                              answers=args.answers, templates=args.templates, written=written)
+        graded = grade_folder(
+            args.submissions,
+            args.out,
+            args.feedback,
+            cell_timeout=args.timeout,
+            time_limit=args.check_time_limit,
+            kernel_name=args.kernel,
+            jobs=args.jobs,
+            progress=not args.no_progress,
+            roster=args.roster,
+            totals=args.totals,
+            answers=args.answers,
+            templates=args.templates,
+            written=written,
+        )
     except (FileNotFoundError, NotADirectoryError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2
     rows = [row for g in graded for row in g.rows()]
     n_students = len({g.student for g in graded})
-    print(f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
-          f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}.")
+    print(
+        f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
+        f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}."
+    )
     *sheets, manifest = written
     for path in sheets:
         if path.suffix == ".csv":
             print(f"sha256 {written[path]}  {path}")
-    print(f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
-          f"`sha256sum -c {manifest.name}` in {manifest.parent})")
+    print(
+        f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
+        f"`sha256sum -c {manifest.name}` in {manifest.parent})"
+    )
     return 0
 
 

@@ -35,13 +35,44 @@ from .assignments import ANSWER_HERE, ASSIGNMENTS
 if TYPE_CHECKING:
     from .grade import GradedNotebook
 
-__all__ = ["EXERCISE_COLUMNS", "ANSWER_COLUMNS", "sha256_file", "write_atomic", "exercise_rows", "totals_table",
-           "answer_rows", "feedback_markdown", "write_csv", "write_gradebook"]
+__all__ = [
+    "EXERCISE_COLUMNS",
+    "ANSWER_COLUMNS",
+    "sha256_file",
+    "write_atomic",
+    "exercise_rows",
+    "totals_table",
+    "answer_rows",
+    "feedback_markdown",
+    "write_csv",
+    "write_gradebook",
+]
 
-EXERCISE_COLUMNS = ("student", "assignment", "exercise", "passed", "message", "optional", "points", "max_points",
-                    "flags", "file_name", "sha256", "note")
-ANSWER_COLUMNS = ("student", "assignment", "question", "question_text", "answer", "points", "max_points",
-                  "file_name", "sha256")
+EXERCISE_COLUMNS = (
+    "student",
+    "assignment",
+    "exercise",
+    "passed",
+    "message",
+    "optional",
+    "points",
+    "max_points",
+    "flags",
+    "file_name",
+    "sha256",
+    "note",
+)
+ANSWER_COLUMNS = (
+    "student",
+    "assignment",
+    "question",
+    "question_text",
+    "answer",
+    "points",
+    "max_points",
+    "file_name",
+    "sha256",
+)
 _QUESTION = re.compile(r"\s*(\d+)[.)]\s+(.*)")
 
 
@@ -138,19 +169,43 @@ def exercise_rows(graded: list[GradedNotebook]) -> list[dict[str, Any]]:
     row with exercise ``-`` and 0 of 0 points."""
     rows = []
     for g in graded:
-        common = {"student": g.student, "assignment": g.assignment, "file_name": getattr(g, "file_name", ""),
-                  "sha256": getattr(g, "sha256", ""), "note": " ".join(getattr(g, "notes", []))}
+        common = {
+            "student": g.student,
+            "assignment": g.assignment,
+            "file_name": getattr(g, "file_name", ""),
+            "sha256": getattr(g, "sha256", ""),
+            "note": " ".join(getattr(g, "notes", [])),
+        }
         assignment = ASSIGNMENTS.get(g.assignment)
         if assignment is None or not g.results:
-            rows.append({**common, "exercise": "-", "passed": 0, "message": "; ".join(g.problems), "optional": 0,
-                         "points": 0, "max_points": 0, "flags": _flags(g)})
+            rows.append(
+                {
+                    **common,
+                    "exercise": "-",
+                    "passed": 0,
+                    "message": "; ".join(g.problems),
+                    "optional": 0,
+                    "points": 0,
+                    "max_points": 0,
+                    "flags": _flags(g),
+                }
+            )
             continue
         for r in g.results:
             ex = assignment.exercise(r.exercise)
             points = ex.points if ex else 0
-            rows.append({**common, "exercise": r.exercise, "passed": int(r.passed), "message": r.message,
-                         "optional": int(bool(ex and ex.extension)), "points": _number(points if r.passed else 0),
-                         "max_points": _number(points), "flags": _flags(r, g)})
+            rows.append(
+                {
+                    **common,
+                    "exercise": r.exercise,
+                    "passed": int(r.passed),
+                    "message": r.message,
+                    "optional": int(bool(ex and ex.extension)),
+                    "points": _number(points if r.passed else 0),
+                    "max_points": _number(points),
+                    "flags": _flags(r, g),
+                }
+            )
     return rows
 
 
@@ -232,8 +287,13 @@ def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dic
         asked = [c for c in nbformat.read(template_path, as_version=4).cells if "answer" in c.metadata.get("tags", [])]
         cells = _markdown_cells(Path(g.path))
         by_id = dict(cells)
-        common = {"student": g.student, "assignment": g.assignment, "points": "",
-                  "file_name": getattr(g, "file_name", ""), "sha256": getattr(g, "sha256", "")}
+        common = {
+            "student": g.student,
+            "assignment": g.assignment,
+            "points": "",
+            "file_name": getattr(g, "file_name", ""),
+            "sha256": getattr(g, "sha256", ""),
+        }
         for k, question_cell in enumerate(asked):
             source = by_id.get(question_cell.get("id"))
             if source is None:  # a copy of the cell (new id): the k-th markdown cell that starts like the question
@@ -245,11 +305,20 @@ def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dic
             parts = _split_answer(answer, len(questions))
             if parts is None:
                 label = "1" if len(questions) == 1 else f"1-{len(questions)}"
-                rows.append({**common, "question": label, "question_text": _short(" ".join(questions)),
-                             "answer": answer, "max_points": len(questions)})
+                rows.append(
+                    {
+                        **common,
+                        "question": label,
+                        "question_text": _short(" ".join(questions)),
+                        "answer": answer,
+                        "max_points": len(questions),
+                    }
+                )
             else:
-                rows += [{**common, "question": str(i), "question_text": _short(q), "answer": a, "max_points": 1}
-                         for i, (q, a) in enumerate(zip(questions, parts), start=1)]
+                rows += [
+                    {**common, "question": str(i), "question_text": _short(q), "answer": a, "max_points": 1}
+                    for i, (q, a) in enumerate(zip(questions, parts), start=1)
+                ]
     return rows
 
 
@@ -263,15 +332,20 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
     lines = [f"# Feedback for {student}", "", "| Assignment | Exercise | Result | Points |", "|---|---|---|---|"]
     for r in rows:
         optional = " (optional)" if r["optional"] else ""
-        lines.append(f"| {r['assignment']} | {r['exercise']}{optional} | {'PASS' if r['passed'] else 'FAIL'} | "
-                     f"{r['points']}/{r['max_points']} |")
+        lines.append(
+            f"| {r['assignment']} | {r['exercise']}{optional} | {'PASS' if r['passed'] else 'FAIL'} | "
+            f"{r['points']}/{r['max_points']} |"
+        )
     for g in graded:
         passed = sum(r.passed for r in g.results)
         mine = [r for r in rows if r["assignment"] == g.assignment and r["student"] == g.student]
         points = _number(sum(r["points"] for r in mine))
         maximum = ASSIGNMENTS[g.assignment].max_points if g.assignment in ASSIGNMENTS else 0
-        lines += ["", f"## {g.assignment}: {passed} of {len(g.results)} exercises pass ({points} of "
-                      f"{_number(maximum)} points)", ""]
+        lines += [
+            "",
+            f"## {g.assignment}: {passed} of {len(g.results)} exercises pass ({points} of {_number(maximum)} points)",
+            "",
+        ]
         if getattr(g, "file_name", ""):
             lines += [f"Graded file: `{g.file_name}`", ""]
         for note in getattr(g, "notes", []):
@@ -286,8 +360,12 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
                 for level, hint in enumerate(r.hints[1:], start=2):
                     lines += [f"<details><summary>Hint {level}</summary>", "", hint, "", "</details>", ""]
         if g.problems:
-            lines += ["### Problems with your notebook", "",
-                      "Cells are numbered from the top, markdown cells included.", ""]
+            lines += [
+                "### Problems with your notebook",
+                "",
+                "Cells are numbered from the top, markdown cells included.",
+                "",
+            ]
             lines += [f"- {p}" for p in g.problems] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -304,9 +382,16 @@ def _manifest_name(path: Path, folder: Path) -> str:
     return path.relative_to(folder).as_posix() if folder in path.parents else str(path)
 
 
-def write_gradebook(out: str | Path, graded: list[GradedNotebook], *, feedback_dir: str | Path | None = None,
-                    totals: str | Path | None = None, answers: str | Path | None = None,
-                    manifest: str | Path | None = None, templates: str | Path | None = None) -> dict[Path, str]:
+def write_gradebook(
+    out: str | Path,
+    graded: list[GradedNotebook],
+    *,
+    feedback_dir: str | Path | None = None,
+    totals: str | Path | None = None,
+    answers: str | Path | None = None,
+    manifest: str | Path | None = None,
+    templates: str | Path | None = None,
+) -> dict[Path, str]:
     """Write every sheet, the feedback files and the manifest (defaults: ``feedback/``, ``<out>_totals.csv``,
     ``<out>_answers.csv`` and ``<out>.sha256`` next to ``out``; no answers sheet without ``templates``).
 
@@ -326,7 +411,8 @@ def write_gradebook(out: str | Path, graded: list[GradedNotebook], *, feedback_d
     for student in sorted({g.student for g in graded}):
         path = feedback_dir / f"{_file_name(student)}.md"
         written[path] = write_atomic(path, feedback_markdown(student, [g for g in graded if g.student == student]))
-    lines = [f"{digest}  {_manifest_name(path.resolve(), manifest.resolve().parent)}\n"
-             for path, digest in written.items()]
+    lines = [
+        f"{digest}  {_manifest_name(path.resolve(), manifest.resolve().parent)}\n" for path, digest in written.items()
+    ]
     written[manifest] = write_atomic(manifest, "".join(lines))
     return written

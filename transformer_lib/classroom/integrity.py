@@ -25,17 +25,39 @@ __all__ = ["definitions", "flags", "REFERENCE_NOTE"]
 
 REFERENCE_NOTE = "the teacher decides"
 # library names a starter notebook itself hands out, per exercise (the decoder layer is built from them)
-_ALLOWED = {"decoder_layer": {"MultiHeadAttention", "FeedForward"},
-            "multi_head_attention": {"scaled_dot_product_attention"}}
+_ALLOWED = {
+    "decoder_layer": {"MultiHeadAttention", "FeedForward"},
+    "multi_head_attention": {"scaled_dot_product_attention"},
+}
 _LIBRARY_HELPERS = {"get_device", "seed_everything", "Transformer", "TransformerConfig"}  # not answers to anything
 _TORCH_REFERENCES = {
-    "torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
-    "torch.nn.MultiheadAttention", "torch.nn.modules.activation.MultiheadAttention", "torch.nn.Transformer",
-    "torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder", "torch.nn.TransformerEncoderLayer",
-    "torch.nn.TransformerDecoderLayer", "torch.nn.modules.transformer.Transformer"}
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.MultiheadAttention",
+    "torch.nn.modules.activation.MultiheadAttention",
+    "torch.nn.Transformer",
+    "torch.nn.TransformerEncoder",
+    "torch.nn.TransformerDecoder",
+    "torch.nn.TransformerEncoderLayer",
+    "torch.nn.TransformerDecoderLayer",
+    "torch.nn.modules.transformer.Transformer",
+}
 _DYNAMIC = {"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint"}
-_GRADER_NAMES = {"_CHECKS", "_call", "_tape", "_Fail", "grade_exercise", "record_exercise", "replay_exercise",
-                 "RESULT_MARKER", "_time_limit", "_alarm", "core", "record", "sandbox"}
+_GRADER_NAMES = {
+    "_CHECKS",
+    "_call",
+    "_tape",
+    "_Fail",
+    "grade_exercise",
+    "record_exercise",
+    "replay_exercise",
+    "RESULT_MARKER",
+    "_time_limit",
+    "_alarm",
+    "core",
+    "record",
+    "sandbox",
+}
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -120,7 +142,7 @@ def _without_annotations(node: ast.AST) -> Iterator[ast.AST]:
 def _short(path: str) -> str:
     for long, short in (("transformer_lib.", "tl."), ("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
         if path.startswith(long):
-            return short + path[len(long):]
+            return short + path[len(long) :]
     return path
 
 
@@ -128,8 +150,13 @@ def _reference(path: str, exercise: str) -> str | None:
     """The flag for using ``path`` in the answer to ``exercise``, or None."""
     if path.startswith("transformer_lib.") and not path.startswith("transformer_lib.classroom"):
         last = path.rsplit(".", 1)[-1]
-        if last.isupper() or last in _LIBRARY_HELPERS or last in _ALLOWED.get(exercise, ()) \
-                or path.count(".") == 1 and last in ("tokenization", "decoding", "attention", "masks", "layers"):
+        if (
+            last.isupper()
+            or last in _LIBRARY_HELPERS
+            or last in _ALLOWED.get(exercise, ())
+            or path.count(".") == 1
+            and last in ("tokenization", "decoding", "attention", "masks", "layers")
+        ):
             return None
         return f"uses the library's reference {_short(path)}: {REFERENCE_NOTE}"
     if path in _TORCH_REFERENCES or any(path.startswith(p + ".") for p in _TORCH_REFERENCES):
@@ -152,10 +179,13 @@ def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str
                 name = node.func.id
                 if name in _DYNAMIC:
                     flag = f"uses dynamic code ({name}), which hides what it calls: {REFERENCE_NOTE}"
-                elif name in ("getattr", "setattr") and node.args and isinstance(node.args[0], ast.Name) \
-                        and node.args[0].id in modules:
-                    flag = (f"uses {name} on the module {node.args[0].id}, which hides what it calls: "
-                            f"{REFERENCE_NOTE}")
+                elif (
+                    name in ("getattr", "setattr")
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in modules
+                ):
+                    flag = f"uses {name} on the module {node.args[0].id}, which hides what it calls: {REFERENCE_NOTE}"
             if flag and flag not in out:
                 out.append(flag)
     return out
@@ -181,8 +211,13 @@ def _free_names(stmt: ast.stmt) -> set[str]:
     """Names ``stmt`` reads but does not bind itself (a function's parameters and locals shadow top-level names)."""
     nodes = list(_without_annotations(stmt))
     bound = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-    bound |= {a.arg for n in nodes if isinstance(n, ast.arguments)
-              for a in n.posonlyargs + n.args + n.kwonlyargs + [n.vararg, n.kwarg] if a is not None}
+    bound |= {
+        a.arg
+        for n in nodes
+        if isinstance(n, ast.arguments)
+        for a in n.posonlyargs + n.args + n.kwonlyargs + [n.vararg, n.kwarg]
+        if a is not None
+    }
     return {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
 
 
@@ -194,13 +229,19 @@ def _tampering(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
             flag = None
             if isinstance(node, ast.Attribute) and node.attr in _GRADER_NAMES:
                 flag = f"reaches into the checks ({node.attr})"
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) \
-                    and _dotted(node.value, alias) is not None:
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, (ast.Store, ast.Del))
+                and _dotted(node.value, alias) is not None
+            ):
                 flag = f"changes the module {_dotted(node.value, alias)} (assigns to .{node.attr})"
             elif isinstance(node, ast.Name) and node.id in _GRADER_NAMES - {"core", "record", "sandbox"}:
                 flag = f"reaches into the checks ({node.id})"
-            elif isinstance(node, ast.Attribute) and node.attr in ("modules", "events") \
-                    and isinstance(node.value, (ast.Name, ast.Call)):
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("modules", "events")
+                and isinstance(node.value, (ast.Name, ast.Call))
+            ):
                 flag = f"touches {'sys.modules' if node.attr == 'modules' else 'IPython event hooks'}"
             if flag and flag + f": {REFERENCE_NOTE}" not in out:
                 out.append(flag + f": {REFERENCE_NOTE}")

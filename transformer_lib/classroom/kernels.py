@@ -66,8 +66,14 @@ async def _answers_interrupt(client: Any, grace: float) -> bool:
     return False
 
 
-async def run_cells(cells: list[tuple[Any, Any]], sandbox: Sandbox, kernel_name: str, cell_timeout: float,
-                    deadline: float, grace: float = GRACE) -> CellRun:
+async def run_cells(
+    cells: list[tuple[Any, Any]],
+    sandbox: Sandbox,
+    kernel_name: str,
+    cell_timeout: float,
+    deadline: float,
+    grace: float = GRACE,
+) -> CellRun:
     """Run ``cells`` (key, cell) in one fresh sandboxed kernel, in order, each within its time limit and the
     notebook's ``deadline``; stop at a cell that ignores the interrupt or kills the kernel. The kernel and every
     process it started are gone when this returns."""
@@ -77,9 +83,16 @@ async def run_cells(cells: list[tuple[Any, Any]], sandbox: Sandbox, kernel_name:
 
     run = CellRun()
     km = SandboxedKernelManager.for_sandbox(sandbox, kernel_name)
-    client = NotebookClient(nbformat.v4.new_notebook(cells=[c for _, c in cells]), km=km, allow_errors=True,
-                            interrupt_on_timeout=False, startup_timeout=SETUP_TIMEOUT, iopub_timeout=grace,
-                            log=_QUIET, resources={"metadata": {"path": sandbox.workdir}})
+    client = NotebookClient(
+        nbformat.v4.new_notebook(cells=[c for _, c in cells]),
+        km=km,
+        allow_errors=True,
+        interrupt_on_timeout=False,
+        startup_timeout=SETUP_TIMEOUT,
+        iopub_timeout=grace,
+        log=_QUIET,
+        resources={"metadata": {"path": sandbox.workdir}},
+    )
     log = open(sandbox.log, "wb")  # the kernel's own output (and the sandbox's complaints), not the grader's
     try:
         async with client.async_setup_kernel(env=sandbox.env(), cwd=sandbox.workdir, stdout=log, stderr=log):
@@ -114,8 +127,11 @@ async def run_cells(cells: list[tuple[Any, Any]], sandbox: Sandbox, kernel_name:
             await km.shutdown_kernel(now=True)
         log.close()
         if run.failure:
-            said = [line for line in Path(sandbox.log).read_text(errors="replace").splitlines()
-                    if line.startswith("sandbox:")]
+            said = [
+                line
+                for line in Path(sandbox.log).read_text(errors="replace").splitlines()
+                if line.startswith("sandbox:")
+            ]
             run.failure += f" ({said[-1]})" if said else ""
         run.leftovers = sandbox.close()
     return run

@@ -32,22 +32,28 @@ from .assignments import ANSWER_HERE, BEGIN, END, get_assignment
 
 __all__ = ["nbgrader_notebook", "export_course", "CONFIG"]
 
-CONFIG = f'''# nbgrader's configuration for the course exported by python -m transformer_lib.classroom.assignments --nbgrader
+CONFIG = f"""# nbgrader's configuration for the course exported by python -m transformer_lib.classroom.assignments --nbgrader
 c = get_config()  # noqa: F821 (nbgrader defines it)
 c.CourseDirectory.course_id = "attention-by-running-it"
 # The stubs that replace the marked solutions: the same words as the book's own student notebooks.
 c.ClearSolutions.text_stub = {ANSWER_HERE!r}
 # A check runs the student's function on a few dozen inputs with a time limit per call; allow a cell minutes.
 c.Execute.timeout = 300
-'''
+"""
 
 _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(")
 
 
-def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
-          points: float | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"schema_version": 3, "grade": grade, "solution": solution, "locked": locked,
-                            "grade_id": re.sub(r"[^A-Za-z0-9_-]", "_", grade_id)}
+def _meta(
+    grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False, points: float | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "schema_version": 3,
+        "grade": grade,
+        "solution": solution,
+        "locked": locked,
+        "grade_id": re.sub(r"[^A-Za-z0-9_-]", "_", grade_id),
+    }
     if grade:
         meta["points"] = points
     return meta
@@ -56,9 +62,7 @@ def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked:
 def _raising_check(source: str, check: str) -> str:
     """The check cell, rewritten to raise when the check fails (nbgrader scores a test cell by its errors)."""
     call = next(line for line in source.splitlines() if f"checks.{check}(" in line)
-    return (f"{call}\n"
-            "print(result)\n"
-            'assert result.passed, f"{result.exercise}: {result.summary}"')
+    return f'{call}\nprint(result)\nassert result.passed, f"{{result.exercise}}: {{result.summary}}"'
 
 
 def nbgrader_notebook(solution: Any, assignment_id: str) -> Any:
@@ -78,21 +82,32 @@ def nbgrader_notebook(solution: Any, assignment_id: str) -> Any:
             calls = _CHECK_CALL.findall(cell.source)
             exercise = next((ex for ex in assignment.exercises if ex.check in calls), None)
             if BEGIN in cell.source:
-                match = next((ex for ex in assignment.exercises
-                              if re.search(rf"^(def|class) {ex.names[0]}\b", cell.source, re.M)), None)
+                match = next(
+                    (
+                        ex
+                        for ex in assignment.exercises
+                        if re.search(rf"^(def|class) {ex.names[0]}\b", cell.source, re.M)
+                    ),
+                    None,
+                )
                 cell.metadata["nbgrader"] = _meta(f"solution_{match.name if match else name}", solution=True)
             elif "check" in tags and exercise is not None:
                 cell.source = _raising_check(cell.source, exercise.check)
-                cell.metadata["nbgrader"] = _meta(f"test_{exercise.name}", grade=True, locked=True,
-                                                  points=0 if exercise.extension else exercise.points)
+                cell.metadata["nbgrader"] = _meta(
+                    f"test_{exercise.name}",
+                    grade=True,
+                    locked=True,
+                    points=0 if exercise.extension else exercise.points,
+                )
             elif "check" in tags or not setup_done:  # check_assignment's summary; the imports
                 cell.metadata["nbgrader"] = _meta(f"locked_{name}", locked=True)
             setup_done = True
         elif cell.cell_type == "markdown":
             if "answer" in tags:
                 if BEGIN not in cell.source or END not in cell.source:
-                    raise ValueError(f"solution: the answer cell {name} of {assignment_id} has no "
-                                     f"{BEGIN} ... {END} block")
+                    raise ValueError(
+                        f"solution: the answer cell {name} of {assignment_id} has no {BEGIN} ... {END} block"
+                    )
                 n_questions = len(re.findall(r"^\d+\.\s", cell.source.split(BEGIN)[0], re.M)) or 1
                 cell.metadata["nbgrader"] = _meta("written_answers", grade=True, solution=True, points=n_questions)
             else:

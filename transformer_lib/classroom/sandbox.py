@@ -38,8 +38,14 @@ from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
-__all__ = ["LibraryCopy", "Sandbox", "SandboxedKernelManager", "namespaces_available", "kill_by_token",
-           "TOKEN_VARIABLE"]
+__all__ = [
+    "LibraryCopy",
+    "Sandbox",
+    "SandboxedKernelManager",
+    "namespaces_available",
+    "kill_by_token",
+    "TOKEN_VARIABLE",
+]
 
 TOKEN_VARIABLE = "TL_GRADER_TOKEN"
 _INIT = Path(__file__).resolve().with_name("sandbox_init.py")
@@ -57,9 +63,26 @@ def _namespace_command(workdir: str, hide: list[str], connection_file: str, kern
     config = json.dumps({"workdir": workdir, "hide": hide, "connection_file": connection_file})
     # --pdeathsig: if the grader itself dies (killed, out of memory), unshare gets SIGKILL, and --kill-child then
     # takes the namespace's first process and with it every process of the sandbox; nothing outlives the grader.
-    return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--mount", "--pid", "--fork", "--mount-proc",
-            "--kill-child", "--",
-            _python(), "-I", "-S", str(_INIT), config, "--", *kernel]
+    return [
+        "setpriv",
+        "--pdeathsig",
+        "KILL",
+        "--",
+        "unshare",
+        "--mount",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+        "--",
+        _python(),
+        "-I",
+        "-S",
+        str(_INIT),
+        config,
+        "--",
+        *kernel,
+    ]
 
 
 @functools.cache
@@ -72,8 +95,10 @@ def namespaces_available() -> bool:
         work, conn = Path(tmp, "work"), Path(tmp, "conn.json")
         work.mkdir()
         conn.write_text("{}")
-        probe = ("import os, sys\ntry:\n    open(os.path.join(os.path.dirname(os.getcwd()), 'w'), 'w')\n"
-                 "    print('writable')\nexcept OSError:\n    print(os.getpid())")
+        probe = (
+            "import os, sys\ntry:\n    open(os.path.join(os.path.dirname(os.getcwd()), 'w'), 'w')\n"
+            "    print('writable')\nexcept OSError:\n    print(os.getpid())"
+        )
         command = _namespace_command(str(work), [], str(conn), [_python(), "-I", "-S", "-c", probe])
         try:
             out = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=work).stdout.strip()
@@ -177,15 +202,29 @@ class Sandbox:
         keep = [Path(_python()).parent.parent, Path(self.workdir), library.parent]
         hide = [*hide, _LIBRARY, _LIBRARY.parent / "assignments"]  # the original library, the solution sources
         # never hide a folder that holds what the kernel needs (its Python, its working folder, the library copy)
-        self.hide = sorted({str(Path(h).resolve()) for h in hide if Path(h).exists()
-                            and not any(Path(k).resolve().is_relative_to(Path(h).resolve()) for k in keep)})
+        self.hide = sorted(
+            {
+                str(Path(h).resolve())
+                for h in hide
+                if Path(h).exists() and not any(Path(k).resolve().is_relative_to(Path(h).resolve()) for k in keep)
+            }
+        )
 
     def env(self) -> dict[str, str]:
         """The kernel's environment: the library copy first on its path, its token, its folder as home and temp."""
-        return {**os.environ, "PYTHONPATH": str(self.library.parent), TOKEN_VARIABLE: self.token,
-                "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "HOME": self.workdir, "TMPDIR": self.workdir,
-                "IPYTHONDIR": os.path.join(self.workdir, ".ipython"), "MPLCONFIGDIR": self.workdir,
-                "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_RUNTIME_DIR": self.workdir}
+        return {
+            **os.environ,
+            "PYTHONPATH": str(self.library.parent),
+            TOKEN_VARIABLE: self.token,
+            "OMP_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
+            "HOME": self.workdir,
+            "TMPDIR": self.workdir,
+            "IPYTHONDIR": os.path.join(self.workdir, ".ipython"),
+            "MPLCONFIGDIR": self.workdir,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "JUPYTER_RUNTIME_DIR": self.workdir,
+        }
 
     def wrap(self, kernel: list[str]) -> list[str]:
         """The command that starts ``kernel`` (its argv, with ``-f CONNECTION_FILE``) in this sandbox."""

@@ -29,7 +29,7 @@ def _mount(*args: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    config, kernel = json.loads(argv[0]), argv[argv.index("--") + 1:]
+    config, kernel = json.loads(argv[0]), argv[argv.index("--") + 1 :]
     workdir, connection = config["workdir"], config["connection_file"]
     with open(connection, "rb") as f:
         secret = f.read()
@@ -54,9 +54,23 @@ def main(argv: list[str]) -> None:
             continue
         _mount("-o", "remount,bind,ro", point)
     os.chdir(workdir)
-    os.execvp("setpriv", ["setpriv", "--securebits", "+noroot,+noroot_locked,+no_setuid_fixup,"
-                          "+no_setuid_fixup_locked,+keep_caps_locked", "--bounding-set", "-all", "--inh-caps",
-                          "-all", "--ambient-caps", "-all", "--no-new-privs", "--", *kernel])
+    os.execvp(
+        "setpriv",
+        [
+            "setpriv",
+            "--securebits",
+            "+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked,+keep_caps_locked",
+            "--bounding-set",
+            "-all",
+            "--inh-caps",
+            "-all",
+            "--ambient-caps",
+            "-all",
+            "--no-new-privs",
+            "--",
+            *kernel,
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -101,8 +101,10 @@ def read_roster(path: str | Path) -> dict[str, str]:
         reader = csv.DictReader(f)
         columns = [c.strip() for c in reader.fieldnames or []]
         if "student" not in columns or not {"lms_id", "lms_name"} & set(columns):
-            raise ValueError(f"roster: expected a CSV whose header has 'student' and 'lms_id' and/or 'lms_name', "
-                             f"got the columns {columns} in {path}")
+            raise ValueError(
+                f"roster: expected a CSV whose header has 'student' and 'lms_id' and/or 'lms_name', "
+                f"got the columns {columns} in {path}"
+            )
         table: dict[str, str] = {}
         for number, row in enumerate(reader, start=2):
             row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
@@ -111,8 +113,9 @@ def read_roster(path: str | Path) -> dict[str, str]:
                 raise ValueError(f"roster: line {number} of {path} has no student name")
             for key in (row.get("lms_id", ""), row.get("lms_name", "").lower()):
                 if key and table.setdefault(key, student) != student:
-                    raise ValueError(f"roster: {key!r} on line {number} of {path} maps to both "
-                                     f"{table[key]!r} and {student!r}")
+                    raise ValueError(
+                        f"roster: {key!r} on line {number} of {path} maps to both {table[key]!r} and {student!r}"
+                    )
     return table
 
 
@@ -148,8 +151,10 @@ def collect_submissions(folder: str | Path, roster: dict[str, str] | None = None
             lms = parse_lms_name(path.name)
             if lms is None:
                 name, key, assignment = path.stem, "", None
-                notes.append("The file name is neither <student>/<assignment>.ipynb nor an LMS name "
-                             "<student>_<id>_<assignment>.ipynb.")
+                notes.append(
+                    "The file name is neither <student>/<assignment>.ipynb nor an LMS name "
+                    "<student>_<id>_<assignment>.ipynb."
+                )
             else:
                 name, lms_id, late, assignment = lms
                 key = lms_id if roster and lms_id in roster else name.lower()
@@ -172,7 +177,9 @@ def collect_submissions(folder: str | Path, roster: dict[str, str] | None = None
         paths = _newest_first([path for path, _ in entries])
         notes = dict(entries)[paths[0]]
         if len(paths) > 1:
-            notes += (f"Graded {paths[0].name}, the most recently modified of {len(paths)} files for {aid}; not "
-                      f"graded: {', '.join(p.name for p in paths[1:])}.",)
+            notes += (
+                f"Graded {paths[0].name}, the most recently modified of {len(paths)} files for {aid}; not "
+                f"graded: {', '.join(p.name for p in paths[1:])}.",
+            )
         found.append(Submission(student, paths[0], aid, True, tuple(paths[1:]), notes))
     return sorted(found, key=lambda s: (s.student.lower(), s.path.name))

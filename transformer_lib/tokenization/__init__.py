@@ -33,7 +33,6 @@ appendix).
 Shape legend: ``B`` batch size, ``T`` sequence length (tokens).
 """
 
-
 from .padding import pad_batch
 from .tokenizers import BPETokenizer, CharTokenizer, Tokenizer, WordTokenizer
 from .vocab import (
@@ -51,5 +50,22 @@ from .vocab import (
     pre_tokenize,
 )
 
-__all__ = ["Vocab", "Tokenizer", "CharTokenizer", "WordTokenizer", "BPETokenizer", "pad_batch", "pre_tokenize",
-           "PAD", "BOS", "EOS", "UNK", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "SPECIAL_TOKENS", "SPACE_MARK"]
+__all__ = [
+    "Vocab",
+    "Tokenizer",
+    "CharTokenizer",
+    "WordTokenizer",
+    "BPETokenizer",
+    "pad_batch",
+    "pre_tokenize",
+    "PAD",
+    "BOS",
+    "EOS",
+    "UNK",
+    "PAD_ID",
+    "BOS_ID",
+    "EOS_ID",
+    "UNK_ID",
+    "SPECIAL_TOKENS",
+    "SPACE_MARK",
+]

@@ -12,8 +12,12 @@ from .vocab import PAD_ID
 __all__ = ["pad_batch"]
 
 
-def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len: int | None = None,
-              device: torch.device | str | None = None) -> torch.Tensor:
+def pad_batch(
+    sequences: Sequence[Sequence[int]],
+    pad_id: int = PAD_ID,
+    max_len: int | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
     """Stack id sequences of different lengths into one tensor, padding on the right with ``pad_id``.
 
     Sequences longer than ``max_len`` are cut to ``max_len`` (an ``<eos>`` at the end is lost).

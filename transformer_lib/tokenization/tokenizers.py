@@ -66,8 +66,13 @@ class Tokenizer:
             tokens = [t for t in tokens if t not in (PAD, BOS, EOS)]
         return self._detokenize(tokens)
 
-    def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True, max_len: int | None = None,
-                     device: torch.device | str | None = None) -> torch.Tensor:
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        add_special_tokens: bool = True,
+        max_len: int | None = None,
+        device: torch.device | str | None = None,
+    ) -> torch.Tensor:
         """Encode several texts into one right-padded tensor (see :func:`pad_batch`).
 
         Shape:
@@ -87,8 +92,10 @@ class Tokenizer:
         check_choice("d['kind']", kind, list(_TOKENIZER_KINDS))
         target = _TOKENIZER_KINDS[kind]
         if cls is not Tokenizer and cls is not target:
-            raise ValueError(f"d['kind']: expected {cls.kind!r} for {cls.__name__}, got {kind!r}; "
-                             f"load it with {target.__name__} or Tokenizer")
+            raise ValueError(
+                f"d['kind']: expected {cls.kind!r} for {cls.__name__}, got {kind!r}; "
+                f"load it with {target.__name__} or Tokenizer"
+            )
         return target._from_dict(d)
 
     @classmethod
@@ -186,17 +193,18 @@ class BPETokenizer(Tokenizer):
         super().__init__(vocab)
         self.merges: list[tuple[str, str]] = [tuple(pair) for pair in merges]
         for i, pair in enumerate(self.merges):
-            if len(pair) != 2 or not all(isinstance(s, str) for s in pair) \
-                    or not all(t in vocab for t in (*pair, "".join(pair))):
-                raise ValueError(f"merges[{i}]: expected a pair of tokens that are in vocab, joined too, "
-                                 f"got {pair!r}")
+            if (
+                len(pair) != 2
+                or not all(isinstance(s, str) for s in pair)
+                or not all(t in vocab for t in (*pair, "".join(pair)))
+            ):
+                raise ValueError(f"merges[{i}]: expected a pair of tokens that are in vocab, joined too, got {pair!r}")
         self._ranks = {pair: rank for rank, pair in enumerate(self.merges)}  # pair -> when it was learned
         if len(self._ranks) != len(self.merges):
             raise ValueError(f"merges: expected each pair once, got {len(self.merges) - len(self._ranks)} repeats")
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int | None = None,
-              num_merges: int | None = None) -> BPETokenizer:
+    def train(cls, texts: Iterable[str], vocab_size: int | None = None, num_merges: int | None = None) -> BPETokenizer:
         """Learn merges until ``len(vocab) == vocab_size``, ``num_merges`` merges, or no pair is left.
 
         With neither limit given, merging goes on until every word is a single token. Like
@@ -209,8 +217,12 @@ class BPETokenizer(Tokenizer):
         alphabet = sorted({ch for word in word_counts for ch in word})
         smallest = len(SPECIAL_TOKENS) + len(alphabet)
         if vocab_size is not None:
-            check_at_least("vocab_size", vocab_size, smallest,
-                       f" ({len(SPECIAL_TOKENS)} special tokens + {len(alphabet)} characters in texts)")
+            check_at_least(
+                "vocab_size",
+                vocab_size,
+                smallest,
+                f" ({len(SPECIAL_TOKENS)} special tokens + {len(alphabet)} characters in texts)",
+            )
 
         ids = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *alphabet])}
         words = [(list(word), count) for word, count in word_counts.items()]
@@ -225,7 +237,7 @@ class BPETokenizer(Tokenizer):
             merges.append(best)
             ids.setdefault(best[0] + best[1], len(ids))
             words = [(_merge_pair(symbols, best), count) for symbols, count in words]
-        return cls(Vocab(list(ids)[len(SPECIAL_TOKENS):]), merges)
+        return cls(Vocab(list(ids)[len(SPECIAL_TOKENS) :]), merges)
 
     def tokenize(self, text: str, max_merges: int | None = None) -> list[str]:
         """Split ``text`` into BPE tokens, using only the first ``max_merges`` merges (all if None)."""
@@ -234,8 +246,9 @@ class BPETokenizer(Tokenizer):
         else:
             check_positive("max_merges", max_merges, allow_zero=True)
             if max_merges > len(self.merges):
-                raise ValueError(f"max_merges: expected at most {len(self.merges)} (the merges learned), "
-                                 f"got {max_merges}")
+                raise ValueError(
+                    f"max_merges: expected at most {len(self.merges)} (the merges learned), got {max_merges}"
+                )
         return [token for word in pre_tokenize(text) for token in self._split_word(word, max_merges)]
 
     def _split_word(self, word: str, max_merges: int) -> list[str]:

@@ -12,8 +12,20 @@ import torch
 
 from ..validation import check_at_least, check_index, check_positive, check_str
 
-__all__ = ["PAD", "BOS", "EOS", "UNK", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID", "SPECIAL_TOKENS", "SPACE_MARK",
-           "pre_tokenize", "Vocab"]
+__all__ = [
+    "PAD",
+    "BOS",
+    "EOS",
+    "UNK",
+    "PAD_ID",
+    "BOS_ID",
+    "EOS_ID",
+    "UNK_ID",
+    "SPECIAL_TOKENS",
+    "SPACE_MARK",
+    "pre_tokenize",
+    "Vocab",
+]
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
@@ -35,8 +47,10 @@ def pre_tokenize(text: str) -> list[str]:
     """
     check_str(text)
     if SPACE_MARK in text:
-        raise ValueError(f"text: expected no {SPACE_MARK!r} (U+2581, the word-boundary mark of the word and BPE "
-                         f"tokenizers), got one at index {text.index(SPACE_MARK)}")
+        raise ValueError(
+            f"text: expected no {SPACE_MARK!r} (U+2581, the word-boundary mark of the word and BPE "
+            f"tokenizers), got one at index {text.index(SPACE_MARK)}"
+        )
     return [piece.replace(" ", SPACE_MARK) for piece in _PRE_TOKEN.findall(text)]
 
 
@@ -124,8 +138,9 @@ class Vocab:
     def to_ids(self, tokens: Sequence[str]) -> list[int]:
         """Map tokens to ids, unknown ones to ``UNK_ID``."""
         if isinstance(tokens, str):
-            raise TypeError(f"tokens: expected a list of tokens, got a str {tokens[:20]!r}; "
-                            "use a tokenizer's encode() for raw text")
+            raise TypeError(
+                f"tokens: expected a list of tokens, got a str {tokens[:20]!r}; use a tokenizer's encode() for raw text"
+            )
         return [self[token] for token in tokens]
 
     def to_tokens(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
@@ -146,7 +161,7 @@ class Vocab:
         head = tuple(d["tokens"][: len(SPECIAL_TOKENS)])
         if head != SPECIAL_TOKENS:
             raise ValueError(f"d['tokens']: expected to start with {SPECIAL_TOKENS}, got {head}")
-        return cls(d["tokens"][len(SPECIAL_TOKENS):])
+        return cls(d["tokens"][len(SPECIAL_TOKENS) :])
 
 
 # --------------------------------------------------------------------------- tokenizers

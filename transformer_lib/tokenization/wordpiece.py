@@ -40,8 +40,14 @@ __all__ = ["basic_tokenize", "WordPieceTokenizer"]
 # BERT's original code has 0x2B820 where we write 0x2B920; we follow the ``tokenizers`` library, which the
 # pretrained models are used with, so 256 rare ideographs (0x2B820-0x2B91F) are not split off there either.
 _CJK_RANGES = (
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B920, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
 )
 
 
@@ -193,8 +199,9 @@ class WordPieceTokenizer:
                 words.append(tok)
         return " ".join(words)
 
-    def batch(self, texts: Sequence[str], max_length: int | None = None,
-              device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
+    def batch(
+        self, texts: Sequence[str], max_length: int | None = None, device: torch.device | str | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Encode and right-pad ``texts`` with ``[PAD]``; return ``ids`` and ``attention_mask`` (1 = real token).
 
         Shape:

@@ -15,11 +15,19 @@ from torch import Tensor
 from ...attention import scaled_dot_product_attention
 from ...masks import causal_mask
 from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor, _tol
-from .core import _Fail, _call, _check, _seeded
+from .core import _call, _check, _Fail, _seeded
 
 
-def _attention_variant(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: float | None = None,
-                       dim: int = -1, mask_mode: str = "keep") -> dict[str, Tensor]:
+def _attention_variant(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    *,
+    scale: float | None = None,
+    dim: int = -1,
+    mask_mode: str = "keep",
+) -> dict[str, Tensor]:
     """Eager attention in float64 with one deliberate mistake; the defaults give the right answer."""
     q, k, v = q.double(), k.double(), v.double()
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -49,30 +57,43 @@ def _attention_cases() -> list[tuple[str, dict[str, Tensor | None]]]:
         ("causal mask", dict(q=r(2, 4, 8), k=r(2, 4, 8), v=r(2, 4, 5), mask=causal_mask(4))),
         ("heads axis", dict(q=r(2, 2, 3, 8), k=r(2, 2, 4, 8), v=r(2, 2, 4, 5), mask=pad[:, None])),
         ("batch of one, length one", dict(q=r(1, 1, 8), k=r(1, 1, 8), v=r(1, 1, 5), mask=None)),
-        ("float32", {n: x.float() for n, x in dict(q=r(2, 3, 8), k=r(2, 3, 8), v=r(2, 3, 4)).items()}
-         | {"mask": causal_mask(3)}),
-        ("bfloat16", {n: x.bfloat16() for n, x in dict(q=r(2, 3, 8), k=r(2, 4, 8), v=r(2, 4, 4)).items()}
-         | {"mask": pad}),
+        (
+            "float32",
+            {n: x.float() for n, x in dict(q=r(2, 3, 8), k=r(2, 3, 8), v=r(2, 3, 4)).items()}
+            | {"mask": causal_mask(3)},
+        ),
+        (
+            "bfloat16",
+            {n: x.bfloat16() for n, x in dict(q=r(2, 3, 8), k=r(2, 4, 8), v=r(2, 4, 4)).items()} | {"mask": pad},
+        ),
     ]
 
 
-_SQRT_DK_HINTS = ("The scores are √d_k too large: did you divide q·kᵀ by √d_k?",
-                  "Divide by math.sqrt(d_k) with d_k = q.shape[-1] before the softmax (§3.2.1). Without it the "
-                  "dot products of random vectors have variance d_k, the softmax saturates and its gradients vanish.")
-_SOFTMAX_HINTS = ("Rows do not sum to 1: did you take the softmax over the last axis?",
-                  "weights[..., t, :] is a distribution over the keys for query t, so the softmax runs over the "
-                  "keys: scores.softmax(dim=-1).")
-_MASK_INVERTED_HINTS = ("The mask looks inverted: True means may attend.",
-                        "Put -inf where the mask is False: scores.masked_fill(~mask, float('-inf')), or "
-                        "masked_fill(mask == False, ...).")
-_MASK_AFTER_SOFTMAX_HINTS = ("The mask is applied after the softmax: mask the scores before it.",
-                             "Put -inf in the blocked scores before the softmax, scores.masked_fill(~mask, "
-                             "float('-inf')).softmax(-1): the softmax then gives blocked keys weight 0 and shares "
-                             "the whole weight among the allowed keys. Zeroing weights afterwards leaves rows that "
-                             "sum to less than 1.")
-_MASK_IGNORED_HINTS = ("The mask has no effect: keys where the mask is False still get weight.",
-                       "Before the softmax, set the scores of blocked keys to -inf: "
-                       "scores.masked_fill(~mask, float('-inf')).")
+_SQRT_DK_HINTS = (
+    "The scores are √d_k too large: did you divide q·kᵀ by √d_k?",
+    "Divide by math.sqrt(d_k) with d_k = q.shape[-1] before the softmax (§3.2.1). Without it the "
+    "dot products of random vectors have variance d_k, the softmax saturates and its gradients vanish.",
+)
+_SOFTMAX_HINTS = (
+    "Rows do not sum to 1: did you take the softmax over the last axis?",
+    "weights[..., t, :] is a distribution over the keys for query t, so the softmax runs over the "
+    "keys: scores.softmax(dim=-1).",
+)
+_MASK_INVERTED_HINTS = (
+    "The mask looks inverted: True means may attend.",
+    "Put -inf where the mask is False: scores.masked_fill(~mask, float('-inf')), or masked_fill(mask == False, ...).",
+)
+_MASK_AFTER_SOFTMAX_HINTS = (
+    "The mask is applied after the softmax: mask the scores before it.",
+    "Put -inf in the blocked scores before the softmax, scores.masked_fill(~mask, "
+    "float('-inf')).softmax(-1): the softmax then gives blocked keys weight 0 and shares "
+    "the whole weight among the allowed keys. Zeroing weights afterwards leaves rows that "
+    "sum to less than 1.",
+)
+_MASK_IGNORED_HINTS = (
+    "The mask has no effect: keys where the mask is False still get weight.",
+    "Before the softmax, set the scores of blocked keys to -inf: scores.masked_fill(~mask, float('-inf')).",
+)
 
 
 @_check("attention")
@@ -88,36 +109,61 @@ def check_attention(attention: Callable) -> str:
     for label, c in cases:
         q, k, v, mask = c["q"], c["k"], c["v"], c["mask"]
         inputs = f"{label}: {_describe(q=q, k=k, v=v, mask=mask)}"
-        result = _call(attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(),
-                       inputs=inputs)
+        result = _call(
+            attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), inputs=inputs
+        )
         if isinstance(result, Tensor) or not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise _Fail("attention must return a pair (output, weights).", f"Input: {inputs}",
-                        ("End with `return output, weights`: the weights are needed to draw attention maps.",))
+            raise _Fail(
+                "attention must return a pair (output, weights).",
+                f"Input: {inputs}",
+                ("End with `return output, weights`: the weights are needed to draw attention maps.",),
+            )
         out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
-        ref_out, ref_w = scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, need_weights=True,
-                                                      impl="eager")
+        ref_out, ref_w = scaled_dot_product_attention(
+            q.double(), k.double(), v.double(), mask, need_weights=True, impl="eager"
+        )
         T, S = q.shape[-2], k.shape[-2]
-        _expect_shape("The weight tensor", w, tuple(ref_w.shape), inputs,
-                      ("There is one row of weights per query and one column per key: (..., T, S)."
-                       + (" Yours is (..., S, T): compute q @ kᵀ, not k @ qᵀ." if w.shape[-2:] == (S, T) else ""),))
-        _expect_shape("The output", out, tuple(ref_out.shape), inputs,
-                      ("The output is weights @ v: one row per query, the width of v: (..., T, Dv).",))
+        _expect_shape(
+            "The weight tensor",
+            w,
+            tuple(ref_w.shape),
+            inputs,
+            (
+                "There is one row of weights per query and one column per key: (..., T, S)."
+                + (" Yours is (..., S, T): compute q @ kᵀ, not k @ qᵀ." if w.shape[-2:] == (S, T) else ""),
+            ),
+        )
+        _expect_shape(
+            "The output",
+            out,
+            tuple(ref_out.shape),
+            inputs,
+            ("The output is weights @ v: one row per query, the width of v: (..., T, Dv).",),
+        )
         _expect_dtype("The output", out, q.dtype, inputs)
         if _close(out, ref_out, q.dtype) and _close(w, ref_w, q.dtype):
             continue
         d = q.shape[-1]
         variants = [
             (lambda: _attention_variant(q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, scale=1 / d),
-             ("You divided by d_k; divide by √d_k (math.sqrt(d_k)).",)),
-            (lambda: _attention_variant(q, k, v, mask, scale=math.sqrt(d)),
-             ("You multiplied by √d_k; divide the scores by √d_k instead.",)),
-            (lambda: _attention_variant(q, k, v, mask, scale=1 / math.sqrt(S)),
-             ("d_k is the width of the queries and keys, q.shape[-1], not the number of keys.",)),
+            (
+                lambda: _attention_variant(q, k, v, mask, scale=1 / d),
+                ("You divided by d_k; divide by √d_k (math.sqrt(d_k)).",),
+            ),
+            (
+                lambda: _attention_variant(q, k, v, mask, scale=math.sqrt(d)),
+                ("You multiplied by √d_k; divide the scores by √d_k instead.",),
+            ),
+            (
+                lambda: _attention_variant(q, k, v, mask, scale=1 / math.sqrt(S)),
+                ("d_k is the width of the queries and keys, q.shape[-1], not the number of keys.",),
+            ),
             (lambda: _attention_variant(q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
             (lambda: _attention_variant(q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="zero"),
-             ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",)),
+            (
+                lambda: _attention_variant(q, k, v, mask, mask_mode="zero"),
+                ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",),
+            ),
             (lambda: _attention_variant(q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
             (lambda: _attention_variant(q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
             (lambda: _attention_variant(q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
@@ -134,11 +180,14 @@ def check_attention(attention: Callable) -> str:
             elif _close(w, ref_w, q.dtype):
                 hints = ("The weights are right but the output is not: the output is weights @ v.",)
             else:
-                hints = ("The weights differ from softmax(q kᵀ / √d_k): compute the scores, scale, mask, then "
-                         "softmax over the last axis.",
-                         "Work through one query by hand: its scores are q[t] · k[s] for every key s.")
+                hints = (
+                    "The weights differ from softmax(q kᵀ / √d_k): compute the scores, scale, mask, then "
+                    "softmax over the last axis.",
+                    "Work through one query by hand: its scores are q[t] · k[s] for every key s.",
+                )
         name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, q.dtype) else ("output", out, ref_out)
-        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, q.dtype)}",
-                    hints)
-    return (f"All {len(cases)} cases match the reference (float64, float32, bfloat16; padding and causal masks, "
-            "a heads axis, a batch of one with length one).")
+        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, q.dtype)}", hints)
+    return (
+        f"All {len(cases)} cases match the reference (float64, float32, bfloat16; padding and causal masks, "
+        "a heads axis, a batch of one with length one)."
+    )

@@ -20,8 +20,12 @@ from .core import _Fail
 # float32 constant (torch.tensor(d_k) is float32 by default; 1 / its square root is off by ~1e-8, relative), which
 # the softmax spreads to ~1e-7 of each weight. Every mistake of the catalogues moves the numbers by 1e-2 or more.
 # float32 adds its own rounding through several operations; bfloat16 keeps 8 bits of mantissa.
-_TOLERANCES = {torch.float64: (1e-5, 1e-6), torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-2),
-               torch.bfloat16: (5e-2, 5e-2)}
+_TOLERANCES = {
+    torch.float64: (1e-5, 1e-6),
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 5e-2),
+}
 
 
 def _tol(dtype: torch.dtype) -> tuple[float, float]:
@@ -35,8 +39,9 @@ def _close(actual: Tensor, expected: Tensor, dtype: torch.dtype = torch.float64)
     if expected.dtype == torch.bool or not expected.is_floating_point():
         return bool(torch.equal(actual.cpu().long(), expected.cpu().long()))
     rtol, atol = _tol(dtype)
-    return bool(torch.allclose(actual.detach().cpu().double(), expected.detach().cpu().double(), rtol, atol,
-                               equal_nan=True))
+    return bool(
+        torch.allclose(actual.detach().cpu().double(), expected.detach().cpu().double(), rtol, atol, equal_nan=True)
+    )
 
 
 def _fmt(x: Tensor, decimals: int = 4) -> str:
@@ -103,27 +108,37 @@ def _describe(**tensors: Any) -> str:
 def _tensor(x: Any, what: str, inputs: str) -> Tensor:
     if isinstance(x, Tensor):
         return x.detach()
-    hint = ("Return a torch.Tensor: build it with torch functions (torch.arange, torch.sin, ...), or convert at "
-            "the end with torch.as_tensor(...).",)
+    hint = (
+        "Return a torch.Tensor: build it with torch functions (torch.arange, torch.sin, ...), or convert at "
+        "the end with torch.as_tensor(...).",
+    )
     raise _Fail(f"{what}: expected a torch.Tensor, got a {type(x).__name__}.", f"Input: {inputs}", hint)
 
 
 def _expect_shape(what: str, x: Tensor, shape: tuple[int, ...], inputs: str, hints: tuple[str, ...] = ()) -> None:
     if tuple(x.shape) != tuple(shape):
-        raise _Fail(f"{what} has the wrong shape.",
-                    f"Input: {inputs}\nExpected shape {tuple(shape)}\nGot      shape {tuple(x.shape)}",
-                    hints or ("Compare each axis with the Shape: section of the docstring.",))
+        raise _Fail(
+            f"{what} has the wrong shape.",
+            f"Input: {inputs}\nExpected shape {tuple(shape)}\nGot      shape {tuple(x.shape)}",
+            hints or ("Compare each axis with the Shape: section of the docstring.",),
+        )
 
 
 def _expect_dtype(what: str, x: Tensor, dtype: torch.dtype, inputs: str) -> None:
     if x.dtype != dtype:
-        raise _Fail(f"{what} has dtype {x.dtype}, expected {dtype} (the dtype of the inputs).", f"Input: {inputs}",
-                    ("Do not fix a dtype inside your function: a tensor made with torch.tensor(...) or "
-                     "torch.ones(...) is float32 by default. Use plain Python numbers, or dtype=x.dtype.",))
+        raise _Fail(
+            f"{what} has dtype {x.dtype}, expected {dtype} (the dtype of the inputs).",
+            f"Input: {inputs}",
+            (
+                "Do not fix a dtype inside your function: a tensor made with torch.tensor(...) or "
+                "torch.ones(...) is float32 by default. Use plain Python numbers, or dtype=x.dtype.",
+            ),
+        )
 
 
-def _match(actual: dict[str, Tensor], variants: list[tuple[Callable[[], dict], tuple[str, ...]]],
-           dtype: torch.dtype) -> tuple[str, ...] | None:
+def _match(
+    actual: dict[str, Tensor], variants: list[tuple[Callable[[], dict], tuple[str, ...]]], dtype: torch.dtype
+) -> tuple[str, ...] | None:
     """The hints of the first plausible mistake whose output reproduces ``actual``, or None."""
     for make, hints in variants:
         try:

@@ -30,8 +30,9 @@ DEFAULT_TIME_LIMIT = 10.0  # seconds per call of the learner's code; the inputs 
 RESULT_MARKER = "TL-CHECK-RESULT "  # the grader reads the JSON that follows this prefix on a printed line
 
 _time_limit: contextvars.ContextVar[float] = contextvars.ContextVar("time_limit", default=DEFAULT_TIME_LIMIT)
-_NOT_LEARNER = tuple({str(p) for d in (Path(__file__).parents[2], Path(torch.__file__).parent)
-                      for p in (d, d.resolve())})  # frames of the library and of torch, not the learner's
+_NOT_LEARNER = tuple(
+    {str(p) for d in (Path(__file__).parents[2], Path(torch.__file__).parent) for p in (d, d.resolve())}
+)  # frames of the library and of torch, not the learner's
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -105,13 +106,27 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (what the grader collects)."""
-        return {"exercise": self.exercise, "passed": self.passed, "summary": self.summary, "details": self.details,
-                "hints": list(self.hints), "error": self.error, "flags": list(self.flags)}
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "summary": self.summary,
+            "details": self.details,
+            "hints": list(self.hints),
+            "error": self.error,
+            "flags": list(self.flags),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckResult:
-        return cls(str(d["exercise"]), bool(d["passed"]), str(d["summary"]), str(d.get("details", "")),
-                   tuple(str(h) for h in d.get("hints", ())), d.get("error"), [str(f) for f in d.get("flags", ())])
+        return cls(
+            str(d["exercise"]),
+            bool(d["passed"]),
+            str(d["summary"]),
+            str(d.get("details", "")),
+            tuple(str(h) for h in d.get("hints", ())),
+            d.get("error"),
+            [str(f) for f in d.get("flags", ())],
+        )
 
 
 class _Fail(Exception):
@@ -183,17 +198,23 @@ def _learner_line(exc: BaseException) -> str:
 def _exception_hints(error: str, bases: tuple[str, ...], text: str) -> tuple[str, ...]:
     """Hints for an exception of class ``error`` (``bases``: the names of its classes, itself first)."""
     if "RuntimeError" in bases and any(w in text for w in ("size", "shape", "dimension", "mat1")):
-        return ("Two shapes do not fit together inside your function: print the shape of each intermediate "
-                "tensor and compare it with the shapes in the docstring.",
-                "Common causes: k not transposed (use k.transpose(-2, -1); k.T reverses every axis), a view or "
-                "reshape with the wrong sizes, or a mask whose axes do not line up with the scores.")
+        return (
+            "Two shapes do not fit together inside your function: print the shape of each intermediate "
+            "tensor and compare it with the shapes in the docstring.",
+            "Common causes: k not transposed (use k.transpose(-2, -1); k.T reverses every axis), a view or "
+            "reshape with the wrong sizes, or a mask whose axes do not line up with the scores.",
+        )
     if "NameError" in bases:
         return ("Your code uses a name that is not defined here: a typo, or a variable from another cell?",)
     if "TypeError" in bases and ("argument" in text or "positional" in text):
-        return ("The check calls your code with the signature of the starter code: keep the argument names "
-                "and order as they were given.",)
-    return ("Your code raised an exception on this input: read the message and the line it points to.",
-            "Run the 'Try it' cell above the check to see the full traceback.")
+        return (
+            "The check calls your code with the signature of the starter code: keep the argument names "
+            "and order as they were given.",
+        )
+    return (
+        "Your code raised an exception on this input: read the message and the line it points to.",
+        "Run the 'Try it' cell above the check to see the full traceback.",
+    )
 
 
 @dataclass(frozen=True)
@@ -245,18 +266,29 @@ def _call(fn: Callable, *args: Any, inputs: str, on_error: dict | None = None, *
         return outcome.value
     name = outcome.name
     if "NotImplementedError" in outcome.bases:
-        raise _Fail(f"{name} is not implemented yet.",
-                    f"Calling {name} raised NotImplementedError: the starter stub is still in place.",
-                    (f"Replace the line `raise NotImplementedError(...)` in {name} with your code, run that cell, "
-                     "then run this check again.",), "NotImplementedError")
+        raise _Fail(
+            f"{name} is not implemented yet.",
+            f"Calling {name} raised NotImplementedError: the starter stub is still in place.",
+            (
+                f"Replace the line `raise NotImplementedError(...)` in {name} with your code, run that cell, "
+                "then run this check again.",
+            ),
+            "NotImplementedError",
+        )
     if outcome.error == "_TimeUp":
-        raise _Fail(f"{name} did not finish within {limit:g} s.", f"Input: {inputs}",
-                    ("Is there a loop that never ends? Check the condition of every `while` loop.",
-                     "A correct answer takes milliseconds on these tiny inputs. A `while` loop needs a step that "
-                     "makes its condition false; a decoding loop must stop after max_new_tokens steps."),
-                    "TimeoutError")
-    hints = next((h for t, h in (on_error or {}).items() if t.__name__ == outcome.error), None) \
-        or _exception_hints(outcome.error, outcome.bases, outcome.message)
+        raise _Fail(
+            f"{name} did not finish within {limit:g} s.",
+            f"Input: {inputs}",
+            (
+                "Is there a loop that never ends? Check the condition of every `while` loop.",
+                "A correct answer takes milliseconds on these tiny inputs. A `while` loop needs a step that "
+                "makes its condition false; a decoding loop must stop after max_new_tokens steps.",
+            ),
+            "TimeoutError",
+        )
+    hints = next((h for t, h in (on_error or {}).items() if t.__name__ == outcome.error), None) or _exception_hints(
+        outcome.error, outcome.bases, outcome.message
+    )
     details = "\n".join(x for x in (f"Input: {inputs}", outcome.line) if x)
     raise _Fail(f"{name} raised {outcome.error}: {outcome.message}", details, hints, outcome.error)
 
@@ -279,8 +311,12 @@ def _fixed_seed(seed: int) -> Iterator[None]:
 # --------------------------------------------------------------------------------------------------------------
 # Running all exercises of an assignment (notebooks and the grader)
 # --------------------------------------------------------------------------------------------------------------
-def grade_exercise(check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...],
-                   time_limit: float = DEFAULT_TIME_LIMIT) -> CheckResult:
+def grade_exercise(
+    check_name: str,
+    namespace: dict[str, Any],
+    names: list[str] | tuple[str, ...],
+    time_limit: float = DEFAULT_TIME_LIMIT,
+) -> CheckResult:
     """Run ``check_name`` on the objects ``names`` looked up in ``namespace`` (a notebook's ``globals()``).
 
     A missing name (deleted cell, syntax error, renamed function) and a crash of the check itself become
@@ -293,20 +329,36 @@ def grade_exercise(check_name: str, namespace: dict[str, Any], names: list[str] 
     missing = [n for n in names if n not in namespace]
     if missing:
         return CheckResult(
-            exercise, False, f"{', '.join(missing)} is not defined.", "",
-            ("Run the cell that defines it. If that cell shows an error (a SyntaxError, say), fix it first.",
-             f"If you deleted or renamed it, restore the name and signature from the starter notebook: the check "
-             f"looks for {', '.join(missing)}."), "NameError")
+            exercise,
+            False,
+            f"{', '.join(missing)} is not defined.",
+            "",
+            (
+                "Run the cell that defines it. If that cell shows an error (a SyntaxError, say), fix it first.",
+                f"If you deleted or renamed it, restore the name and signature from the starter notebook: the check "
+                f"looks for {', '.join(missing)}.",
+            ),
+            "NameError",
+        )
     try:
         return check(*(namespace[n] for n in names), time_limit=time_limit)
     except Exception as e:  # a bug in the check, or an object so odd that the check trips over it
-        return CheckResult(exercise, False, f"The check could not run: {type(e).__name__}: {e}", "",
-                           ("Make sure the object has the signature of the starter code; if it does, tell your "
-                            "teacher: this may be a bug in the check.",), "CheckError")
+        return CheckResult(
+            exercise,
+            False,
+            f"The check could not run: {type(e).__name__}: {e}",
+            "",
+            (
+                "Make sure the object has the signature of the starter code; if it does, tell your "
+                "teacher: this may be a bug in the check.",
+            ),
+            "CheckError",
+        )
 
 
-def check_assignment(assignment: str, namespace: dict[str, Any], *, emit_json: bool = False,
-                     time_limit: float = DEFAULT_TIME_LIMIT) -> list[CheckResult]:
+def check_assignment(
+    assignment: str, namespace: dict[str, Any], *, emit_json: bool = False, time_limit: float = DEFAULT_TIME_LIMIT
+) -> list[CheckResult]:
     """Run every check of ``assignment`` (e.g. ``"03_attention"``) on ``namespace``; print a summary.
 
     With ``emit_json`` each result is also printed as one line ``RESULT_MARKER + json`` for the grader.

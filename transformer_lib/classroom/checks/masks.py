@@ -17,15 +17,20 @@ from torch import Tensor
 from ...masks import causal_mask, padding_mask
 from .attention import _MASK_INVERTED_HINTS
 from .compare import _describe, _expect_shape, _row_diff, _tensor
-from .core import _Fail, _call, _check
+from .core import _call, _check, _Fail
 
 
 def _bool_result(x: Any, what: str, inputs: str) -> Tensor:
     x = _tensor(x, what, inputs)
     if x.dtype != torch.bool:
-        raise _Fail(f"{what} has dtype {x.dtype}; expected a boolean tensor (True = may attend).", f"Input: {inputs}",
-                    ("A comparison such as ids != pad_id is already boolean; for a triangle use "
-                     "torch.ones(size, size, dtype=torch.bool).tril().",))
+        raise _Fail(
+            f"{what} has dtype {x.dtype}; expected a boolean tensor (True = may attend).",
+            f"Input: {inputs}",
+            (
+                "A comparison such as ids != pad_id is already boolean; for a triangle use "
+                "torch.ones(size, size, dtype=torch.bool).tril().",
+            ),
+        )
     return x
 
 
@@ -42,18 +47,27 @@ def check_padding_mask(make_padding_mask: Callable) -> str:
         got = _bool_result(_call(make_padding_mask, ids.clone(), pad_id, inputs=inputs), "The mask", inputs)
         want = padding_mask(ids, pad_id)
         B, S = ids.shape
-        _expect_shape("The mask", got, (B, 1, 1, S), inputs,
-                      ("Give the mask the shape (B, 1, 1, S): the axes of size 1 broadcast over the heads and the "
-                       "queries of the (B, H, T, S) scores. mask[:, None, None, :] adds them."
-                       + (" Yours is (B, S)." if tuple(got.shape) == (B, S) else ""),))
+        _expect_shape(
+            "The mask",
+            got,
+            (B, 1, 1, S),
+            inputs,
+            (
+                "Give the mask the shape (B, 1, 1, S): the axes of size 1 broadcast over the heads and the "
+                "queries of the (B, H, T, S) scores. mask[:, None, None, :] adds them."
+                + (" Yours is (B, S)." if tuple(got.shape) == (B, S) else ""),
+            ),
+        )
         if torch.equal(got, want):
             continue
-        hints = (_MASK_INVERTED_HINTS[:1] + ("Real tokens get True and <pad> gets False: ids != pad_id.",)
-                 if torch.equal(got, ~want) else
-                 ("Use the pad_id argument, not a fixed 0.",) if torch.equal(got, padding_mask(ids, 0)) else
-                 ("The mask is True exactly where ids != pad_id.",))
-        raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}",
-                    hints)
+        hints = (
+            _MASK_INVERTED_HINTS[:1] + ("Real tokens get True and <pad> gets False: ids != pad_id.",)
+            if torch.equal(got, ~want)
+            else ("Use the pad_id argument, not a fixed 0.",)
+            if torch.equal(got, padding_mask(ids, 0))
+            else ("The mask is True exactly where ids != pad_id.",)
+        )
+        raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}", hints)
     return f"All {len(cases)} cases match the reference (another pad_id, a batch of one with length one)."
 
 
@@ -71,18 +85,26 @@ def check_causal_mask(make_causal_mask: Callable) -> str:
             continue
         ones = torch.ones(size, size, dtype=torch.bool)
         hints = (
-            ("The mask looks inverted: True means may attend, so position t sees positions 0..t (the lower "
-             "triangle, diagonal included).", "torch.ones(size, size, dtype=torch.bool).tril()")
-            if torch.equal(got, ~want) or torch.equal(got, ones.triu()) else
-            ("The causal mask is off by one: a position may attend to itself, so keep the diagonal.",
-             "tril() with the default diagonal=0 keeps it; tril(-1) drops it, and then the first position sees "
-             "nothing at all.") if torch.equal(got, ones.tril(-1)) else
-            ("The causal mask is off by one: each position sees one future token.",
-             "Use tril() with diagonal=0: position t may see 0..t and nothing after.")
-            if torch.equal(got, ones.tril(1)) else
-            ("Position t may attend to positions 0..t only: a lower-triangular boolean matrix.",))
-        raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}",
-                    hints)
+            (
+                "The mask looks inverted: True means may attend, so position t sees positions 0..t (the lower "
+                "triangle, diagonal included).",
+                "torch.ones(size, size, dtype=torch.bool).tril()",
+            )
+            if torch.equal(got, ~want) or torch.equal(got, ones.triu())
+            else (
+                "The causal mask is off by one: a position may attend to itself, so keep the diagonal.",
+                "tril() with the default diagonal=0 keeps it; tril(-1) drops it, and then the first position sees "
+                "nothing at all.",
+            )
+            if torch.equal(got, ones.tril(-1))
+            else (
+                "The causal mask is off by one: each position sees one future token.",
+                "Use tril() with diagonal=0: position t may see 0..t and nothing after.",
+            )
+            if torch.equal(got, ones.tril(1))
+            else ("Position t may attend to positions 0..t only: a lower-triangular boolean matrix.",)
+        )
+        raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}", hints)
     return f"All {len(cases)} cases match the reference (including size 1)."
 
 
@@ -96,21 +118,29 @@ def check_decoder_mask(make_decoder_mask: Callable) -> str:
         causal, pad = causal_mask(ids.shape[1]), padding_mask(ids, pad_id)
         want = causal & pad  # (B, 1, T, T)
         B, T = ids.shape
-        _expect_shape("The mask", got, (B, 1, T, T), inputs,
-                      ("The decoder mask is (B, 1, T, T): one (T, T) causal pattern per sequence, with an axis of "
-                       "size 1 that broadcasts over the heads.",))
+        _expect_shape(
+            "The mask",
+            got,
+            (B, 1, T, T),
+            inputs,
+            (
+                "The decoder mask is (B, 1, T, T): one (T, T) causal pattern per sequence, with an axis of "
+                "size 1 that broadcasts over the heads.",
+            ),
+        )
         if torch.equal(got, want):
             continue
         on_queries = causal & padding_mask(ids, pad_id).transpose(-1, -2)
         hints = (
             ("Combine the masks with AND (&): a key is visible only if both masks allow it.",)
-            if torch.equal(got, causal | pad) else
-            ("The padding part is missing: pad keys must be blocked too.",) if torch.equal(got, causal.expand_as(want))
+            if torch.equal(got, causal | pad)
+            else ("The padding part is missing: pad keys must be blocked too.",)
+            if torch.equal(got, causal.expand_as(want))
             else ("The causal part is missing: a position must not see the positions after it.",)
-            if torch.equal(got, pad.expand_as(want)) else
-            ("The padding mask must block pad *keys* (the last axis), not pad queries.",)
-            if torch.equal(got, on_queries) else
-            ("mask = causal_mask(T) & padding_mask(ids, pad_id); check each part with the two checks above.",))
-        raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}",
-                    hints)
+            if torch.equal(got, pad.expand_as(want))
+            else ("The padding mask must block pad *keys* (the last axis), not pad queries.",)
+            if torch.equal(got, on_queries)
+            else ("mask = causal_mask(T) & padding_mask(ids, pad_id); check each part with the two checks above.",)
+        )
+        raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}", hints)
     return f"All {len(cases)} cases match the reference (another pad_id, a batch of one with length one)."

@@ -20,15 +20,19 @@ from ...attention import MultiHeadAttention
 from ...masks import causal_mask
 from .attention import _MASK_IGNORED_HINTS, _SQRT_DK_HINTS, _attention_variant
 from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
-from .core import _Fail, _call, _check, _fixed_seed, _seeded
+from .core import _call, _check, _Fail, _fixed_seed, _seeded
 
-_SPLIT_HINTS = ("Heads were split wrongly: view the last axis as (H, D) first, giving (B, T, H, D), then "
-                "transpose(1, 2) to (B, H, T, D).",
-                "x.view(B, H, T, D) reads the numbers in the wrong order: each head would get pieces of several "
-                "positions instead of D features of every position.")
-_MERGE_HINTS = ("Heads were merged in the wrong order: transpose (B, H, T, D) back to (B, T, H, D) before the "
-                "reshape to (B, T, C).",
-                "x.transpose(1, 2).reshape(B, T, C): reshape alone mixes the positions of different heads.")
+_SPLIT_HINTS = (
+    "Heads were split wrongly: view the last axis as (H, D) first, giving (B, T, H, D), then "
+    "transpose(1, 2) to (B, H, T, D).",
+    "x.view(B, H, T, D) reads the numbers in the wrong order: each head would get pieces of several "
+    "positions instead of D features of every position.",
+)
+_MERGE_HINTS = (
+    "Heads were merged in the wrong order: transpose (B, H, T, D) back to (B, T, H, D) before the "
+    "reshape to (B, T, C).",
+    "x.transpose(1, 2).reshape(B, T, C): reshape alone mixes the positions of different heads.",
+)
 
 
 @_check("split_heads")
@@ -42,13 +46,22 @@ def check_split_heads(split_heads: Callable) -> str:
         B, T, C = x.shape
         want = x.view(B, T, H, C // H).transpose(1, 2)  # (B, H, T, D)
         hint = " Yours is (B, T, H, D): transpose(1, 2)." if tuple(got.shape) == (B, T, H, C // H) else ""
-        _expect_shape("The result", got, tuple(want.shape), inputs,
-                      ("Split the last axis into heads: (B, T, C) -> (B, T, H, D) -> (B, H, T, D)." + hint,))
+        _expect_shape(
+            "The result",
+            got,
+            tuple(want.shape),
+            inputs,
+            ("Split the last axis into heads: (B, T, C) -> (B, T, H, D) -> (B, H, T, D)." + hint,),
+        )
         if not _close(got, want, x.dtype):
-            hints = _SPLIT_HINTS if _close(got, x.view(B, H, T, C // H), x.dtype) else (
-                "Head h must hold features h*D .. (h+1)*D - 1 of every position.",)
-            raise _Fail("The heads differ from the reference.", f"Input: {inputs}\n{_row_diff('result', got, want)}",
-                        hints)
+            hints = (
+                _SPLIT_HINTS
+                if _close(got, x.view(B, H, T, C // H), x.dtype)
+                else ("Head h must hold features h*D .. (h+1)*D - 1 of every position.",)
+            )
+            raise _Fail(
+                "The heads differ from the reference.", f"Input: {inputs}\n{_row_diff('result', got, want)}", hints
+            )
     return f"All {len(cases)} cases match the reference (including a batch of one with length one)."
 
 
@@ -62,23 +75,47 @@ def check_merge_heads(merge_heads: Callable) -> str:
         got = _tensor(_call(merge_heads, x.clone(), inputs=inputs), "The result", inputs)
         B, H, T, D = x.shape
         want = x.transpose(1, 2).reshape(B, T, H * D)
-        _expect_shape("The result", got, (B, T, H * D), inputs,
-                      ("Heads were not merged back: the result is (B, T, H*D), one vector per position.",))
+        _expect_shape(
+            "The result",
+            got,
+            (B, T, H * D),
+            inputs,
+            ("Heads were not merged back: the result is (B, T, H*D), one vector per position.",),
+        )
         if not _close(got, want, x.dtype):
-            hints = _MERGE_HINTS if _close(got, x.reshape(B, T, H * D), x.dtype) else (
-                "Position t of the result is the concatenation of head 0, head 1, ... at position t.",)
-            raise _Fail("The merged tensor differs from the reference.",
-                        f"Input: {inputs}\n{_row_diff('result', got, want)}", hints)
+            hints = (
+                _MERGE_HINTS
+                if _close(got, x.reshape(B, T, H * D), x.dtype)
+                else ("Position t of the result is the concatenation of head 0, head 1, ... at position t.",)
+            )
+            raise _Fail(
+                "The merged tensor differs from the reference.",
+                f"Input: {inputs}\n{_row_diff('result', got, want)}",
+                hints,
+            )
     return f"All {len(cases)} cases match the reference (including a batch of one with length one)."
 
 
 _MHA_ATTRS = ("w_q", "w_k", "w_v", "w_o")
 
 
-def _mha_variant(m: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, n_heads: int, *,
-                 split: str = "ok", merge: str = "ok", w_o: bool = True, scale: str = "head", use_mask: bool = True,
-                 kv_from_query: bool = False) -> dict[str, Tensor]:
+def _mha_variant(
+    m: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None,
+    n_heads: int,
+    *,
+    split: str = "ok",
+    merge: str = "ok",
+    w_o: bool = True,
+    scale: str = "head",
+    use_mask: bool = True,
+    kv_from_query: bool = False,
+) -> dict[str, Tensor]:
     """Multi-head attention in float64 from the learner's weights, with one deliberate mistake."""
+
     def lin(x: Tensor, name: str) -> Tensor:
         layer = getattr(m, name)
         bias = None if layer.bias is None else layer.bias.detach().double()
@@ -135,9 +172,14 @@ def check_multi_head_attention(cls: Callable) -> str:
         module = _call(cls, C, H, inputs=f"d_model = {C}, n_heads = {H}")
     missing = [a for a in _MHA_ATTRS if not isinstance(getattr(module, a, None), nn.Linear)]
     if missing:
-        raise _Fail(f"The module has no nn.Linear attribute(s) {missing}.", "",
-                    ("Keep the __init__ of the starter code: the check reads the weights W^Q, W^K, W^V, W^O from "
-                     "self.w_q, self.w_k, self.w_v and self.w_o.",))
+        raise _Fail(
+            f"The module has no nn.Linear attribute(s) {missing}.",
+            "",
+            (
+                "Keep the __init__ of the starter code: the check reads the weights W^Q, W^K, W^V, W^O from "
+                "self.w_q, self.w_k, self.w_v and self.w_o.",
+            ),
+        )
     with torch.no_grad():  # non-zero biases, so that a forgotten bias shows
         for a in _MHA_ATTRS:
             if getattr(module, a).bias is not None:
@@ -152,8 +194,11 @@ def check_multi_head_attention(cls: Callable) -> str:
         with torch.no_grad():
             result = _call(m, query, key, value, mask, inputs=inputs)
         if isinstance(result, Tensor) or not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise _Fail("forward must return a pair (output, weights).", f"Input: {inputs}",
-                        ("End forward with `return self.w_o(merged), weights`.",))
+            raise _Fail(
+                "forward must return a pair (output, weights).",
+                f"Input: {inputs}",
+                ("End forward with `return self.w_o(merged), weights`.",),
+            )
         out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
         with _fixed_seed(0):
             ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
@@ -166,41 +211,67 @@ def check_multi_head_attention(cls: Callable) -> str:
             ref_out, ref_w = ref(query.double(), key.double(), value.double(), mask, need_weights=True)
         B, T, S = query.shape[0], query.shape[1], key.shape[1]
         if out.dim() == 4:
-            raise _Fail("Heads were not merged back.",
-                        f"Input: {inputs}\nExpected output shape {tuple(ref_out.shape)}\nGot      {tuple(out.shape)}",
-                        ("Heads were not merged back: (B, H, T, D) must become (B, T, C) before W^O.",
-                         "merged = out.transpose(1, 2).reshape(B, T, C), then self.w_o(merged)."))
+            raise _Fail(
+                "Heads were not merged back.",
+                f"Input: {inputs}\nExpected output shape {tuple(ref_out.shape)}\nGot      {tuple(out.shape)}",
+                (
+                    "Heads were not merged back: (B, H, T, D) must become (B, T, C) before W^O.",
+                    "merged = out.transpose(1, 2).reshape(B, T, C), then self.w_o(merged).",
+                ),
+            )
         _expect_shape("The output", out, (B, T, C), inputs, ("The output has the shape of the query: (B, T, C).",))
-        _expect_shape("The weight tensor", w, (B, H, T, S), inputs,
-                      ("Keys and values must come from the key and value arguments (the encoder output in "
-                       "cross-attention), not from the query: there is one weight per key.",)
-                      if w.dim() == 4 and w.shape[-1] == T != S else
-                      ("Return the weights of every head, (B, H, T, S), not an average over heads.",))
+        _expect_shape(
+            "The weight tensor",
+            w,
+            (B, H, T, S),
+            inputs,
+            (
+                "Keys and values must come from the key and value arguments (the encoder output in "
+                "cross-attention), not from the query: there is one weight per key.",
+            )
+            if w.dim() == 4 and w.shape[-1] == T != S
+            else ("Return the weights of every head, (B, H, T, S), not an average over heads.",),
+        )
         _expect_dtype("The output", out, dtype, inputs)
         if _close(out, ref_out, dtype) and _close(w, ref_w, dtype):
             continue
         args = (m, query, key, value, mask, H)
         variants = [
-            (lambda: _mha_variant(*args, w_o=False),
-             ("Missing W^O: the merged heads must go through the output projection self.w_o.",
-              "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (§3.2.2): W^O mixes what the heads found.")),
+            (
+                lambda: _mha_variant(*args, w_o=False),
+                (
+                    "Missing W^O: the merged heads must go through the output projection self.w_o.",
+                    "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (§3.2.2): W^O mixes what the heads found.",
+                ),
+            ),
             (lambda: _mha_variant(*args, merge="no_transpose"), _MERGE_HINTS),
             (lambda: _mha_variant(*args, split="no_transpose"), _SPLIT_HINTS),
             (lambda: _mha_variant(*args, scale="none"), _SQRT_DK_HINTS),
-            (lambda: _mha_variant(*args, scale="model"),
-             ("Scale by √d_k with d_k = d_model / n_heads, the width of one head, not √d_model.",)),
-            (lambda: _mha_variant(*args, use_mask=False), _MASK_IGNORED_HINTS[:1]
-             + ("Pass the mask on to the attention of every head; (B, 1, 1, S) and (T, S) masks broadcast.",)),
-            (lambda: _mha_variant(*args, kv_from_query=True),
-             ("Keys and values must come from the key and value arguments (the encoder output in "
-              "cross-attention), not from the query.",)),
+            (
+                lambda: _mha_variant(*args, scale="model"),
+                ("Scale by √d_k with d_k = d_model / n_heads, the width of one head, not √d_model.",),
+            ),
+            (
+                lambda: _mha_variant(*args, use_mask=False),
+                _MASK_IGNORED_HINTS[:1]
+                + ("Pass the mask on to the attention of every head; (B, 1, 1, S) and (T, S) masks broadcast.",),
+            ),
+            (
+                lambda: _mha_variant(*args, kv_from_query=True),
+                (
+                    "Keys and values must come from the key and value arguments (the encoder output in "
+                    "cross-attention), not from the query.",
+                ),
+            ),
         ]
         hints = _match({"output": out, "weights": w}, variants, dtype) or (
             "Project with W^Q, W^K, W^V, split into heads, attend, merge the heads, project with W^O.",
             "Test split_heads and merge_heads with their own checks first, then compare each step with the "
-            "shapes in the docstring.")
+            "shapes in the docstring.",
+        )
         name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, dtype) else ("output", out, ref_out)
-        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, dtype)}",
-                    hints)
-    return (f"All {len(cases)} cases match tl.MultiHeadAttention with your weights (self- and cross-attention, "
-            "masks, a batch of one with length one, float64/float32/bfloat16).")
+        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, dtype)}", hints)
+    return (
+        f"All {len(cases)} cases match tl.MultiHeadAttention with your weights (self- and cross-attention, "
+        "masks, a batch of one with length one, float64/float32/bfloat16)."
+    )

@@ -46,9 +46,23 @@ FORMAT = 1
 MAX_RECORDING_CHARS = 8_000_000  # one exercise's recording: the checks' inputs are tiny, a correct one is ~50 kB
 _MAX_DEPTH = 24
 _MAX_ITEMS = 200_000  # values in one recording, all nesting levels together
-_DTYPES = {str(d).removeprefix("torch."): d for d in (
-    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8,
-    torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+_DTYPES = {
+    str(d).removeprefix("torch."): d
+    for d in (
+        torch.float64,
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+    )
+}
 # bytes of a tensor are read through an integer view of the same width (bfloat16 has no numpy twin)
 _VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16}
 _TRUSTED = ("torch.nn.", "transformer_lib.")  # classes a shadow may rebuild (the classroom package excluded)
@@ -120,8 +134,12 @@ def _encode_tensor(t: Tensor) -> dict[str, Any]:
         return {"t": "opaque", "type": f"Tensor[{t.dtype}, {tuple(t.shape)}]"}  # stands for no tensor a check takes
     t = t.detach().cpu().contiguous()
     data = t.view(_VIEW.get(t.dtype, t.dtype)).numpy().tobytes()
-    return {"t": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
-            "data": base64.b64encode(data).decode("ascii")}
+    return {
+        "t": "tensor",
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "shape": list(t.shape),
+        "data": base64.b64encode(data).decode("ascii"),
+    }
 
 
 def _trusted_class(cls: type) -> type | None:
@@ -143,13 +161,17 @@ def _simple(v: Any) -> bool:
 def _encode_module(m: nn.Module, depth: int) -> dict[str, Any]:
     trusted = _trusted_class(type(m))
     attrs = {k: _encode(v, depth + 1) for k, v in vars(m).items() if not k.startswith("_") and _simple(v)}
-    return {"t": "module", "name": type(m).__name__,
-            "cls": None if trusted is None else f"{trusted.__module__}:{trusted.__qualname__}", "attrs": attrs,
-            "params": {k: None if v is None else _encode_tensor(v) for k, v in m._parameters.items()},
-            "grad": sorted(k for k, v in m._parameters.items() if v is not None and v.requires_grad),
-            "buffers": {k: None if v is None else _encode_tensor(v) for k, v in m._buffers.items()},
-            "transient": sorted(m._non_persistent_buffers_set),
-            "children": {k: None if c is None else _encode_module(c, depth + 1) for k, c in m._modules.items()}}
+    return {
+        "t": "module",
+        "name": type(m).__name__,
+        "cls": None if trusted is None else f"{trusted.__module__}:{trusted.__qualname__}",
+        "attrs": attrs,
+        "params": {k: None if v is None else _encode_tensor(v) for k, v in m._parameters.items()},
+        "grad": sorted(k for k, v in m._parameters.items() if v is not None and v.requires_grad),
+        "buffers": {k: None if v is None else _encode_tensor(v) for k, v in m._buffers.items()},
+        "transient": sorted(m._non_persistent_buffers_set),
+        "children": {k: None if c is None else _encode_module(c, depth + 1) for k, c in m._modules.items()},
+    }
 
 
 def _encode(x: Any, depth: int = 0) -> Any:
@@ -242,8 +264,10 @@ class _Decoder:
         dtype = _DTYPES.get(x.get("dtype")) if type(x.get("dtype")) is str else None
         shape = x.get("shape")
         _need(dtype is not None, "a tensor of an unknown dtype")
-        _need(type(shape) is list and len(shape) <= 8 and all(type(s) is int and 0 <= s for s in shape),
-              "a tensor with a bad shape")
+        _need(
+            type(shape) is list and len(shape) <= 8 and all(type(s) is int and 0 <= s for s in shape),
+            "a tensor with a bad shape",
+        )
         _need(type(x.get("data")) is str, "a tensor without data")
         try:
             data = base64.b64decode(x["data"], validate=True)
@@ -252,8 +276,11 @@ class _Decoder:
         numel = math.prod(shape)
         width = torch.empty((), dtype=dtype).element_size()
         _need(len(data) == numel * width, "a tensor's data does not fit its shape and dtype")
-        flat = torch.frombuffer(bytearray(data), dtype=_VIEW.get(dtype, dtype)) if data else \
-            torch.empty(0, dtype=_VIEW.get(dtype, dtype))
+        flat = (
+            torch.frombuffer(bytearray(data), dtype=_VIEW.get(dtype, dtype))
+            if data
+            else torch.empty(0, dtype=_VIEW.get(dtype, dtype))
+        )
         return flat.view(dtype).reshape(shape).clone()
 
     def module(self, x: dict, depth: int) -> nn.Module:
@@ -270,8 +297,12 @@ class _Decoder:
         grad = set(x.get("grad", []))
         for k, v in x["params"].items():
             _need(_NAME.fullmatch(k) is not None, "a bad parameter name")
-            m.register_parameter(k, None if v is None else nn.Parameter(self.tensor(v), requires_grad=k in grad and
-                                                                        self.tensor(v).is_floating_point()))
+            m.register_parameter(
+                k,
+                None
+                if v is None
+                else nn.Parameter(self.tensor(v), requires_grad=k in grad and self.tensor(v).is_floating_point()),
+            )
         transient = set(x.get("transient", []))
         for k, v in x["buffers"].items():
             _need(_NAME.fullmatch(k) is not None, "a bad buffer name")
@@ -318,8 +349,12 @@ class _Tape:
         if outcome.error is None:
             entry["value"] = _encode(outcome.value)
         else:
-            entry["error"] = {"type": outcome.error[:100], "bases": [b[:100] for b in outcome.bases[:20]],
-                              "message": outcome.message[:2000], "line": outcome.line[:500]}
+            entry["error"] = {
+                "type": outcome.error[:100],
+                "bases": [b[:100] for b in outcome.bases[:20]],
+                "message": outcome.message[:2000],
+                "line": outcome.line[:500],
+            }
         self.calls.append(entry)
 
     def replay(self, fn: Any, args: tuple, kwargs: dict) -> _Outcome:
@@ -333,9 +368,15 @@ class _Tape:
 
     def _mismatch(self, why: str) -> None:
         self.mismatch = self.mismatch or why
-        raise _Fail("The recorded calls do not match the check.", f"The grader replayed the check: {why}.",
-                    ("Run the notebook as handed out: do not change the checks, the library or the grader's cells. "
-                     "If you did not, tell your teacher.",), "RecordingMismatch")
+        raise _Fail(
+            "The recorded calls do not match the check.",
+            f"The grader replayed the check: {why}.",
+            (
+                "Run the notebook as handed out: do not change the checks, the library or the grader's cells. "
+                "If you did not, tell your teacher.",
+            ),
+            "RecordingMismatch",
+        )
 
 
 def _parse_calls(calls: Any) -> list[dict[str, Any]]:
@@ -347,10 +388,20 @@ def _parse_calls(calls: Any) -> list[dict[str, Any]]:
         name = c["name"][:100]
         if "error" in c:
             e = c["error"]
-            _need(type(e) is dict and all(type(e.get(k)) is str for k in ("type", "message", "line"))
-                  and type(e.get("bases")) is list and all(type(b) is str for b in e["bases"]), "a bad error")
-            outcome = _Outcome(name=name, error=e["type"][:100], bases=tuple(b[:100] for b in e["bases"][:20]),
-                               message=e["message"][:2000], line=e["line"][:500])
+            _need(
+                type(e) is dict
+                and all(type(e.get(k)) is str for k in ("type", "message", "line"))
+                and type(e.get("bases")) is list
+                and all(type(b) is str for b in e["bases"]),
+                "a bad error",
+            )
+            outcome = _Outcome(
+                name=name,
+                error=e["type"][:100],
+                bases=tuple(b[:100] for b in e["bases"][:20]),
+                message=e["message"][:2000],
+                line=e["line"][:500],
+            )
         else:
             _need("value" in c, "a call without value or error")
             outcome = _Outcome(name=name, value=decoder.value(c["value"]))
@@ -370,22 +421,27 @@ def _using(tape: _Tape) -> Iterator[None]:
         _tape.reset(token)
 
 
-def record_exercise(check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...],
-                    time_limit: float) -> str:
+def record_exercise(
+    check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...], time_limit: float
+) -> str:
     """In the kernel: run ``check_name`` on ``names`` of ``namespace``, recording what the learner's code returned.
     Returns the recording as one line of JSON (the kernel's verdict is not part of it)."""
     return _record(check_name, namespace, names, time_limit)[1]
 
 
-def _record(check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...],
-            time_limit: float) -> tuple[CheckResult, str]:
+def _record(
+    check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...], time_limit: float
+) -> tuple[CheckResult, str]:
     """The live result (what a notebook shows) and the recording."""
     tape = _Tape(replaying=False)
     with _using(tape):
         result = grade_exercise(check_name, namespace, names, time_limit)
     missing = [n for n in names if n not in namespace]
-    text = json.dumps({"format": FORMAT, "check": check_name, "missing": missing, "calls": tape.calls},
-                      ensure_ascii=True, separators=(",", ":"))
+    text = json.dumps(
+        {"format": FORMAT, "check": check_name, "missing": missing, "calls": tape.calls},
+        ensure_ascii=True,
+        separators=(",", ":"),
+    )
     return result, text
 
 
@@ -393,8 +449,9 @@ def _reject(constant: str) -> Any:
     raise RecordingError(f"the recording holds {constant}")
 
 
-def replay_exercise(check_name: str, names: list[str] | tuple[str, ...], recording: str,
-                    time_limit: float) -> CheckResult:
+def replay_exercise(
+    check_name: str, names: list[str] | tuple[str, ...], recording: str, time_limit: float
+) -> CheckResult:
     """In the grader: the result of ``check_name``, computed here from the kernel's ``recording``.
 
     Raises :class:`RecordingError` if the recording is malformed; a recording that does not match the check's calls
@@ -423,8 +480,15 @@ def replay_exercise(check_name: str, names: list[str] | tuple[str, ...], recordi
     if not tape.mismatch and tape.position != len(calls) and result.error != "NameError":
         tape.mismatch = f"the check made {tape.position} calls, the recording holds {len(calls)}"
     if tape.mismatch:
-        return CheckResult(exercise, False, "The recorded calls do not match the check.",
-                           f"The grader replayed the check: {tape.mismatch}.",
-                           ("Run the notebook as handed out: do not change the checks, the library or the grader's "
-                            "cells. If you did not, tell your teacher.",), "RecordingMismatch")
+        return CheckResult(
+            exercise,
+            False,
+            "The recorded calls do not match the check.",
+            f"The grader replayed the check: {tape.mismatch}.",
+            (
+                "Run the notebook as handed out: do not change the checks, the library or the grader's "
+                "cells. If you did not, tell your teacher.",
+            ),
+            "RecordingMismatch",
+        )
     return result

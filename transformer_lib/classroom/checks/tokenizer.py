@@ -10,7 +10,7 @@ from torch import Tensor
 
 from ...tokenization import BOS_ID, EOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab
 from .compare import _expect_shape, _row_diff, _tensor
-from .core import _Fail, _call, _check
+from .core import _call, _check, _Fail
 
 _CORPUS = ["the cat sat on the mat", "the dog sat"]
 
@@ -30,12 +30,15 @@ def check_build_vocab(build_vocab: Callable) -> str:
         got = _call(build_vocab, list(texts), min_freq=min_freq, inputs=inputs)
         want = _reference_vocab(texts, min_freq)
         if isinstance(got, (list, tuple)):
-            raise _Fail("build_vocab returned a list; expected a dict that maps each token to its id.",
-                        f"Input: {inputs}\nExpected {want}\nGot      {got!r}",
-                        ("Build the dict with {token: i for i, token in enumerate(tokens)}.",))
+            raise _Fail(
+                "build_vocab returned a list; expected a dict that maps each token to its id.",
+                f"Input: {inputs}\nExpected {want}\nGot      {got!r}",
+                ("Build the dict with {token: i for i, token in enumerate(tokens)}.",),
+            )
         if not isinstance(got, dict):
-            raise _Fail(f"build_vocab returned a {type(got).__name__}; expected a dict token -> id.",
-                        f"Input: {inputs}")
+            raise _Fail(
+                f"build_vocab returned a {type(got).__name__}; expected a dict token -> id.", f"Input: {inputs}"
+            )
         if got == want:
             continue
         details = f"Input: {inputs}\nExpected {want}\nGot      {got}"
@@ -43,27 +46,38 @@ def check_build_vocab(build_vocab: Callable) -> str:
         counts = Counter(w for t in texts for w in t.split())
         words = [t for t in got if t not in specials]
         if any(got.get(t) != i for t, i in specials.items()):
-            hints = ("The four special tokens come first, with fixed ids: <pad> 0, <bos> 1, <eos> 2, <unk> 3.",
-                     "Start the vocabulary from the list ['<pad>', '<bos>', '<eos>', '<unk>'] and give the words "
-                     "the ids 4, 5, 6, ... after them.")
+            hints = (
+                "The four special tokens come first, with fixed ids: <pad> 0, <bos> 1, <eos> 2, <unk> 3.",
+                "Start the vocabulary from the list ['<pad>', '<bos>', '<eos>', '<unk>'] and give the words "
+                "the ids 4, 5, 6, ... after them.",
+            )
         elif sorted(got.values()) != list(range(len(got))):
             hints = ("The ids must be 0, 1, 2, ... with no gaps and no repeats.",)
         elif set(words) - set(want):
             extra = sorted(set(words) - set(want))
             rare = all(counts[w] < min_freq for w in extra if w in counts)
-            hints = ((f"The words {extra} are seen fewer than min_freq={min_freq} times: leave them out.",)
-                     if rare and all(w in counts for w in extra) else
-                     (f"The words {extra} are not words of the texts: split each text with text.split().",))
+            hints = (
+                (f"The words {extra} are seen fewer than min_freq={min_freq} times: leave them out.",)
+                if rare and all(w in counts for w in extra)
+                else (f"The words {extra} are not words of the texts: split each text with text.split().",)
+            )
         elif set(want) - set(got):
-            hints = (f"The words {sorted(set(want) - set(got))} are missing: keep every word seen at least "
-                     f"min_freq times (count with collections.Counter).",)
+            hints = (
+                f"The words {sorted(set(want) - set(got))} are missing: keep every word seen at least "
+                f"min_freq times (count with collections.Counter).",
+            )
         elif words == sorted(words):
-            hints = ("The words are in alphabetical order: order them by count, most frequent first, and only "
-                     "break ties alphabetically.", "sorted(counts, key=lambda w: (-counts[w], w))")
+            hints = (
+                "The words are in alphabetical order: order them by count, most frequent first, and only "
+                "break ties alphabetically.",
+                "sorted(counts, key=lambda w: (-counts[w], w))",
+            )
         else:
-            hints = ("Order the words by count, most frequent first, and break ties alphabetically.",
-                     "Counter.most_common() breaks ties by first appearance, not alphabetically: sort with "
-                     "key=lambda w: (-counts[w], w).")
+            hints = (
+                "Order the words by count, most frequent first, and break ties alphabetically.",
+                "Counter.most_common() breaks ties by first appearance, not alphabetically: sort with "
+                "key=lambda w: (-counts[w], w).",
+            )
         raise _Fail("The vocabulary differs from the reference.", details, hints)
     return f"All {len(cases)} cases match the reference (min_freq 1 and 2, a one-word corpus)."
 
@@ -73,21 +87,27 @@ def check_encode(encode: Callable) -> str:
     """Check ``encode(text, vocab, add_special_tokens=True) -> list[int]`` against the library's Vocab."""
     vocab = _reference_vocab(_CORPUS)
     cases = [("the cat sat", True), ("the dog sat on a mat", True), ("the cat", False), ("", True)]
-    unk_hints = {KeyError: ("A word that is not in the vocabulary must become <unk> (id 3), not a KeyError.",
-                            "Look words up with vocab.get(word, vocab['<unk>']).")}
+    unk_hints = {
+        KeyError: (
+            "A word that is not in the vocabulary must become <unk> (id 3), not a KeyError.",
+            "Look words up with vocab.get(word, vocab['<unk>']).",
+        )
+    }
     for text, special in cases:
         inputs = f"text = {text!r}, add_special_tokens = {special}, vocab = {vocab}"
         got = _call(encode, text, dict(vocab), add_special_tokens=special, inputs=inputs, on_error=unk_hints)
         if isinstance(got, Tensor):
             got = got.tolist()
-        want = Vocab(list(vocab)[len(SPECIAL_TOKENS):]).to_ids(text.split())
+        want = Vocab(list(vocab)[len(SPECIAL_TOKENS) :]).to_ids(text.split())
         want = [BOS_ID, *want, EOS_ID] if special else want
         if not isinstance(got, (list, tuple)) or list(got) != want:
             got_list = list(got) if isinstance(got, (list, tuple)) else got
             details = f"Input: {inputs}\nExpected {want}\nGot      {got_list!r}"
             if special and got_list == want[1:-1]:
-                hints = ("<bos> (id 1) and <eos> (id 2) are missing: wrap the ids as [bos, ..., eos] when "
-                         "add_special_tokens is True.",)
+                hints = (
+                    "<bos> (id 1) and <eos> (id 2) are missing: wrap the ids as [bos, ..., eos] when "
+                    "add_special_tokens is True.",
+                )
             elif not special and got_list == [BOS_ID, *want, EOS_ID]:
                 hints = ("With add_special_tokens=False, return the word ids only, without <bos> and <eos>.",)
             elif isinstance(got_list, list) and len(got_list) == len(want) and UNK_ID in want:
@@ -104,22 +124,38 @@ def check_pad_sequences(pad_sequences: Callable) -> str:
     cases = [([[5, 6, 7, 8], [8], [9, 10]], 0), ([[4, 5], [6]], 9), ([[4]], 0), ([[4, 5], []], 0)]
     for seqs, pad_id in cases:
         inputs = f"seqs = {seqs}, pad_id = {pad_id}"
-        got = _tensor(_call(pad_sequences, [list(s) for s in seqs], pad_id=pad_id, inputs=inputs), "The result",
-                      inputs)
+        got = _tensor(_call(pad_sequences, [list(s) for s in seqs], pad_id=pad_id, inputs=inputs), "The result", inputs)
         T = max(len(s) for s in seqs)
         want = torch.tensor([s + [pad_id] * (T - len(s)) for s in seqs], dtype=torch.long)
         if got.dtype != torch.long:
-            raise _Fail(f"The result has dtype {got.dtype}; token ids must be torch.long (int64).", f"Input: {inputs}",
-                        ("Create the tensor with dtype=torch.long: embedding layers look ids up by integer.",))
-        _expect_shape("The padded batch", got, tuple(want.shape), inputs,
-                      ("The result is (batch, longest length): one row per sequence."
-                       + (" Your shape is transposed." if tuple(got.shape) == tuple(want.shape)[::-1] else ""),))
+            raise _Fail(
+                f"The result has dtype {got.dtype}; token ids must be torch.long (int64).",
+                f"Input: {inputs}",
+                ("Create the tensor with dtype=torch.long: embedding layers look ids up by integer.",),
+            )
+        _expect_shape(
+            "The padded batch",
+            got,
+            tuple(want.shape),
+            inputs,
+            (
+                "The result is (batch, longest length): one row per sequence."
+                + (" Your shape is transposed." if tuple(got.shape) == tuple(want.shape)[::-1] else ""),
+            ),
+        )
         if not torch.equal(got, want):
             left = torch.tensor([[pad_id] * (T - len(s)) + s for s in seqs], dtype=torch.long)
             zero = torch.tensor([s + [0] * (T - len(s)) for s in seqs], dtype=torch.long)
-            hints = (("Pad on the right: the real tokens come first, then pad_id.",) if torch.equal(got, left) else
-                     ("Fill with the pad_id argument, not a fixed 0.",) if torch.equal(got, zero) else
-                     ("Each row is the sequence followed by pad_id until the longest length.",))
-            raise _Fail("The padded batch differs from the reference.",
-                        f"Input: {inputs}\n{_row_diff('batch', got, want)}", hints)
+            hints = (
+                ("Pad on the right: the real tokens come first, then pad_id.",)
+                if torch.equal(got, left)
+                else ("Fill with the pad_id argument, not a fixed 0.",)
+                if torch.equal(got, zero)
+                else ("Each row is the sequence followed by pad_id until the longest length.",)
+            )
+            raise _Fail(
+                "The padded batch differs from the reference.",
+                f"Input: {inputs}\n{_row_diff('batch', got, want)}",
+                hints,
+            )
     return f"All {len(cases)} cases match the reference (another pad_id, a batch of one, an empty sequence)."

@@ -14,6 +14,7 @@ from transformer_lib.data import (
     encode_pairs,
     make_loader,
     make_task,
+    normalize_sentence,
     recall_task,
     task_vocab_size,
     toy_translation_corpus,
@@ -186,3 +187,13 @@ def test_encode_pairs_uses_each_sides_tokenizer():
 def test_errors_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_normalize_sentence_leaves_the_corpus_alone_and_mends_what_readers_type() -> None:
+    for src, _ in toy_translation_corpus(300, seed=3):
+        assert normalize_sentence(src) == src
+    assert normalize_sentence("The big mouse likes this black table.") == "the big mouse likes this black table"
+    assert normalize_sentence("  the\tcat,  sees...the DOG!\n") == "the cat sees the dog"
+    assert normalize_sentence("?!") == ""
+    with pytest.raises(TypeError, match="text"):
+        normalize_sentence(None)  # type: ignore[arg-type]  # the error names the argument

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -27,7 +28,7 @@ from typing import Literal
 import torch
 
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, pad_batch
-from .validation import check_choice, check_positive
+from .validation import check_choice, check_positive, check_str
 
 __all__ = [
     "N_SPECIAL",
@@ -235,6 +236,28 @@ def _translate_aligned(sentence: str) -> tuple[list[str], list[tuple[int, int]]]
     if i != len(words):
         raise ValueError(f"sentence: expected the end after word {i - 1}, got {' '.join(words[i:])!r}")
     return out, sorted(links)
+
+
+_NOT_A_WORD = re.compile(r"[^\w\s]+")
+
+
+def normalize_sentence(text: str) -> str:
+    """The form every sentence of the toy translation task is written in: lower case, no punctuation, one space.
+
+    One rule for every place a reader's text meets the toy translator: letters are lower-cased, every run of
+    characters that are neither word characters (letters, digits, ``_``) nor white space becomes a space, and runs
+    of white space become one space, with none at either end. The grammar writes no capitals and no punctuation,
+    so a sentence of :func:`toy_translation_corpus` is unchanged. Chapter 7's live translator applies the same
+    rule in the browser (``book/_static/translator/model.js``, ``normalizeSentence``; a browser test compares
+    the two token for token).
+
+    >>> normalize_sentence("  The big  mouse likes this black table. ")
+    'the big mouse likes this black table'
+    >>> normalize_sentence("the cat, the dog!")
+    'the cat the dog'
+    """
+    check_str(text)
+    return " ".join(_NOT_A_WORD.sub(" ", text.lower()).split())
 
 
 def translate(sentence: str) -> str:

@@ -44,6 +44,7 @@ __all__ = [
     "translation_data",
     "train_translation",
     "load_translation",
+    "source_ids",
     "DECODING_METHODS",
     "compare_decoding",
     "FamiliesRecipe",
@@ -186,6 +187,19 @@ def load_translation(path: str | Path, device: torch.device | str | None = None)
     corpus.tgt_tokenizer = Tokenizer.from_dict(extra["tgt_tokenizer"])
     corpus.metadata = extra
     return model, corpus
+
+
+def source_ids(corpus: TranslationData, text: str, device: torch.device | str | None = None) -> Tensor:
+    """A reader's English ``text`` as the translator's input ids, shape (1, S), read as the live translator reads it.
+
+    The text is first put in the task's form by :func:`~transformer_lib.data.normalize_sentence` (lower case,
+    punctuation dropped, single spaces), the rule the browser page applies too, so both feed the model the same ids.
+    Words outside the vocabulary become ``<unk>``.
+    """
+    ids = corpus.src_tokenizer.encode(data.normalize_sentence(text))
+    if not ids:
+        raise ValueError(f"text: expected at least one word after normalize_sentence, got {text!r}")
+    return torch.tensor([ids], device=device)  # (1, S)
 
 
 # Decoding methods compared in chapter 7: name -> (function, options).

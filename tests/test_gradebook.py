@@ -206,8 +206,14 @@ def test_the_per_exercise_sheet_has_points_optional_flags_file_and_hash(tmp_path
     written = gradebook.write_gradebook(tmp_path / "out" / "grades.csv", graded_class(tmp_path))
     rows = read_csv(tmp_path / "out" / "grades.csv")
     assert list(rows[0]) == list(gradebook.EXERCISE_COLUMNS)
-    by = {(r["student"], r["exercise"]): r for r in rows}
-    assert len(rows) == 6
+    by = {(r["student"], r["exercise"]): r for r in rows if r["message"] != "no submission"}
+    assert len(rows) == 6 + 3  # and a "no submission" row for yan's 06 and erin's 03 and 06
+    missing = [(r["student"], r["assignment"], r["points"], r["max_points"]) for r in rows if r["exercise"] == "-"]
+    assert missing[1:] == [
+        ("erin", "03_attention", "0", "10"),
+        ("erin", "06_decoder", "0", "10"),
+        ("yan", "06_decoder", "0", "10"),
+    ]
     beam, greedy, layer = by["zoe", "beam_search"], by["zoe", "greedy_decode"], by["zoe", "decoder_layer"]
     assert (beam["optional"], beam["points"], beam["max_points"], beam["passed"]) == ("1", "5", "5", "1")
     assert (greedy["optional"], greedy["points"], greedy["max_points"]) == ("0", "0", "5")
@@ -234,11 +240,23 @@ def test_the_per_exercise_sheet_has_points_optional_flags_file_and_hash(tmp_path
 def test_the_totals_sheet_counts_optional_points_as_extra_not_in_the_maximum(tmp_path):
     gradebook.write_gradebook(tmp_path / "grades.csv", graded_class(tmp_path))
     rows = read_csv(tmp_path / "grades_totals.csv")
-    assert list(rows[0]) == ["student", "03_attention", "06_decoder", "extra", "total", "max"]
+    assert list(rows[0]) == [
+        "student",
+        "lms_id",
+        "email",
+        "03_attention",
+        "03_attention_max",
+        "06_decoder",
+        "06_decoder_max",
+        "extra",
+        "total",
+        "max",
+        "note",
+    ]
     assert [list(r.values()) for r in rows] == [
-        ["erin", "0", "0", "0", "0", "20"],
-        ["yan", "0", "0", "0", "0", "20"],
-        ["zoe", "10", "10", "5", "20", "20"],  # 06: decoder layer 5 + beam search 5 (extra); greedy failed
+        ["erin", "", "", "0", "10", "0", "10", "0", "0", "20", "no submission: 03_attention, 06_decoder"],
+        ["yan", "", "", "0", "10", "0", "10", "0", "0", "20", "no submission: 06_decoder"],
+        ["zoe", "", "", "10", "10", "10", "10", "5", "20", "20", ""],  # 06: layer 5 + beam 5 (extra); greedy failed
     ]
     feedback = (tmp_path / "feedback" / "zoe.md").read_text()
     assert "| 06_decoder | beam_search (optional) | PASS | 5/5 |" in feedback

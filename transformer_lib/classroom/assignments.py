@@ -19,7 +19,7 @@ tagged ``raises-exception`` as well, so that executing a student notebook (nbval
 (:mod:`transformer_lib.classroom.nbgrader_export`). ``--solutions PRIVATE_DIR`` reads the solution notebooks from
 a folder outside the repository instead of ``assignments/``, for a class whose answers must stay private.
 
-:data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines, the check of
+:data:`ASSIGNMENTS` (defined in :mod:`.registry`, re-exported here) lists each assignment's exercises: the name the notebook defines, the check of
 :mod:`transformer_lib.classroom.checks` that grades it, its points and whether it is an optional extension; the
 grader, its gradebook, the nbgrader export and ``checks.check_assignment`` read it. The markdown cell that asks the
 written questions is tagged ``answer``: the gradebook collects the students' text from it for grading by hand.
@@ -32,11 +32,16 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .nbgrader_export import export_course
+from .registry import ANSWER_HERE, ASSIGNMENTS, BEGIN, END, Assignment, Exercise, get_assignment
+
 __all__ = [
+    "BEGIN",
+    "END",
+    "ANSWER_HERE",
     "Exercise",
     "Assignment",
     "ASSIGNMENTS",
@@ -48,118 +53,6 @@ __all__ = [
     "build_teacher_book",
     "main",
 ]
-
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-ANSWER_HERE = "*Write your answer here.*"  # what a written answer becomes in the student notebook
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One graded piece: ``check`` (a function name in transformer_lib.classroom.checks) is called on ``names``.
-
-    ``points`` is what a pass earns. An ``extension`` is optional extra work: graded and listed like the others,
-    its points count as extra credit, never in the assignment's maximum.
-    """
-
-    names: tuple[str, ...]
-    check: str
-    extension: bool = False
-    points: float = 1
-
-    def __post_init__(self) -> None:
-        if isinstance(self.points, bool) or not isinstance(self.points, (int, float)) or not self.points > 0:
-            raise ValueError(f"points: expected a number > 0 for {self.check}, got {self.points!r}")
-
-    @property
-    def name(self) -> str:
-        return self.check.removeprefix("check_")
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """An assignment notebook: ``id`` is its file name without ``.ipynb``, e.g. ``"03_attention"``."""
-
-    id: str
-    title: str
-    chapter: str
-    exercises: tuple[Exercise, ...]
-
-    @property
-    def max_points(self) -> float:
-        """The points of the required exercises (extensions are extra credit)."""
-        return sum(ex.points for ex in self.exercises if not ex.extension)
-
-    def exercise(self, name: str) -> Exercise | None:
-        """The exercise whose check result is called ``name`` (e.g. ``"attention"``), or None."""
-        return next((ex for ex in self.exercises if ex.name == name), None)
-
-
-# Points are set here and nowhere else: the grader's sheets and the nbgrader export read them.
-ASSIGNMENTS: dict[str, Assignment] = {
-    a.id: a
-    for a in (
-        Assignment(
-            "01_tokenizer",
-            "A word tokenizer with special tokens and padding",
-            "tokenization",
-            (
-                Exercise(("build_vocab",), "check_build_vocab", points=4),
-                Exercise(("encode",), "check_encode", points=3),
-                Exercise(("pad_sequences",), "check_pad_sequences", points=3),
-            ),
-        ),
-        Assignment(
-            "02_positional_encoding",
-            "The sinusoidal positional encoding",
-            "positional encoding",
-            (Exercise(("positional_encoding",), "check_positional_encoding", points=10),),
-        ),
-        Assignment(
-            "03_attention",
-            "Scaled dot-product attention",
-            "attention",
-            (Exercise(("attention",), "check_attention", points=10),),
-        ),
-        Assignment(
-            "04_masks",
-            "Padding and causal masks",
-            "masks",
-            (
-                Exercise(("make_padding_mask",), "check_padding_mask", points=3),
-                Exercise(("make_causal_mask",), "check_causal_mask", points=3),
-                Exercise(("make_decoder_mask",), "check_decoder_mask", points=4),
-            ),
-        ),
-        Assignment(
-            "05_multi_head_attention",
-            "Multi-head attention",
-            "multi-head attention",
-            (
-                Exercise(("split_heads",), "check_split_heads", points=3),
-                Exercise(("merge_heads",), "check_merge_heads", points=2),
-                Exercise(("MultiHead",), "check_multi_head_attention", points=5),
-            ),
-        ),
-        Assignment(
-            "06_decoder",
-            "A decoder layer, greedy decoding and beam search",
-            "decoder and decoding",
-            (
-                Exercise(("DecoderBlock",), "check_decoder_layer", points=5),
-                Exercise(("decode_greedy",), "check_greedy_decode", points=5),
-                Exercise(("decode_beam",), "check_beam_search", extension=True, points=5),
-            ),
-        ),
-    )
-}
-
-
-def get_assignment(assignment_id: str) -> Assignment:
-    """The assignment called ``assignment_id`` (e.g. ``"03_attention"``); ``KeyError`` lists the known ones."""
-    try:
-        return ASSIGNMENTS[assignment_id]
-    except KeyError:
-        raise KeyError(f"assignment_id: expected one of {sorted(ASSIGNMENTS)}, got {assignment_id!r}") from None
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -367,8 +260,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.nbgrader:
-        from .nbgrader_export import export_course
-
         written = export_course(args.nbgrader, _solutions_dir(args.root, args.solutions))
         print(f"nbgrader course with {len(written)} assignments: {args.nbgrader}")
         print(f"Then: cd {args.nbgrader} && nbgrader generate_assignment {written[0].stem}")

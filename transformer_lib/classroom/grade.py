@@ -69,18 +69,19 @@ import contextlib
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import integrity
-from .assignments import ASSIGNMENTS, Exercise
+from . import integrity, sheets
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
-from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
+from .gradebook import feedback_markdown, sha256_file, totals_table, write_csv, write_gradebook
 from .kernels import GRACE, SETUP_KEY, error_of, run_cells
+from .lms import lms_csv
+from .registry import ASSIGNMENTS, Exercise
+from .results import GradedNotebook
 from .sandbox import LibraryCopy, Sandbox
-from .submissions import assignment_for, collect_submissions, read_roster
+from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
 
 __all__ = [
     "GradedNotebook",
@@ -94,43 +95,6 @@ __all__ = [
 
 _LIBRARY = Path(__file__).resolve().parents[1]  # this transformer_lib: kernels import a read-only copy of it
 _LIBRARY_PARENT = str(_LIBRARY.parent)  # the repository it sits in (its book/assignments)
-
-
-@dataclass
-class GradedNotebook:
-    """What grading one notebook found: a result per exercise, and the problems met while running it."""
-
-    student: str
-    assignment: str
-    path: Path
-    results: list[CheckResult] = field(default_factory=list)  # each with its flags (CheckResult.flags)
-    problems: list[str] = field(default_factory=list)
-    file_name: str = ""  # as found in the submissions folder, e.g. "alice/03_attention (1).ipynb"
-    sha256: str = ""  # of the file's bytes before grading
-    notes: list[str] = field(default_factory=list)  # for the teacher: duplicates not graded, roster, late
-    seconds: float = 0.0  # how long grading it took, kernels and replays included
-
-    def rows(self) -> list[dict[str, Any]]:
-        if not self.results:  # unknown assignment: one row that says so
-            return [
-                {
-                    "student": self.student,
-                    "assignment": self.assignment,
-                    "exercise": "-",
-                    "passed": 0,
-                    "message": "; ".join(self.problems),
-                }
-            ]
-        return [
-            {
-                "student": self.student,
-                "assignment": self.assignment,
-                "exercise": r.exercise,
-                "passed": int(r.passed),
-                "message": r.message,
-            }
-            for r in self.results
-        ]
 
 
 def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -> list[tuple[str, Path]]:
@@ -416,26 +380,32 @@ def grade_folder(
     answers: str | Path | None = None,
     templates: str | Path | None = None,
     written: dict[Path, str] | None = None,
+    lms: str | None = None,
+    key_file: str | Path | None = None,
 ) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
     feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
     ``templates`` is the folder of the handed-out notebooks, default ``book/assignments``). ``jobs`` notebooks
     run at once, each in its own kernel. Returns what was graded, sorted by student and file; ``written``, if
-    given, receives ``{path: sha256}`` of the files written."""
+    given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"`` or ``"canvas"``) also writes
+    ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
+    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from tqdm.auto import tqdm
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
+    key = sheets.load_key(key_file, Path(out).parent) if key_file is not None else None  # before hours of grading
+    roster_table = roster_rows(roster) if roster is not None else None
     submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
     if not submissions:
         raise FileNotFoundError(
             f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}"
         )
     digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
-    graded: list[GradedNotebook | None] = [None] * len(submissions)
+    graded_at: dict[int, GradedNotebook] = {}
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
     hide = [folder, out.parent, feedback_dir]  # kernels see none of these (see transformer_lib.classroom.sandbox)
@@ -460,20 +430,39 @@ def grade_folder(
         }
         for future in as_completed(futures):
             i = futures[future]
-            graded[i] = future.result()
+            graded_at[i] = future.result()
             bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
             bar.update()
-    for g, s, digest in zip(graded, submissions, digests):
+    graded = [graded_at[i] for i in range(len(submissions))]
+    for g, s, digest in zip(graded, submissions, digests, strict=True):
         g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
     templates = templates if templates is not None else _default_templates()
-    files = write_gradebook(out, graded, feedback_dir=feedback_dir, totals=totals, answers=answers, templates=templates)
+    extra = {}
+    if lms is not None:
+        extra[out.with_name(f"{out.stem}_{lms}.csv")] = lms_csv(lms, *totals_table(graded, roster_table), roster_table)
+    files = write_gradebook(
+        out,
+        graded,
+        feedback_dir=feedback_dir,
+        totals=totals,
+        answers=answers,
+        templates=templates,
+        roster=roster_table,
+        extra=extra,
+    )
+    if key is not None:
+        hmac_path = out.with_suffix(".hmac")
+        files[hmac_path] = sheets.anchor(list(files), key, hmac_path)
     if written is not None:
         written.update(files)
     return graded
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["verify"], ["totals"]):  # tl-grade verify ..., tl-grade totals ...
+        return sheets.main(argv)
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.classroom.grade",
         description="Run each submitted notebook (SUBMISSIONS_DIR/<student>/<assignment>.ipynb, or LMS bulk-download "
@@ -541,6 +530,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--lms", choices=("moodle", "canvas"), help="also write <out>_<lms>.csv in that LMS's grade-import format"
+    )
+    parser.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="KEY",
+        help="anchor the sheets with an HMAC keyed by this file (created if missing; keep it outside --out's "
+        "folder); check them later with `tl-grade verify FOLDER --key-file KEY`",
+    )
     args = parser.parse_args(argv)
     written: dict[Path, str] = {}
     try:
@@ -558,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
             answers=args.answers,
             templates=args.templates,
             written=written,
+            lms=args.lms,
+            key_file=args.key_file,
         )
     except (FileNotFoundError, NotADirectoryError, ValueError) as e:
         print(e, file=sys.stderr)
@@ -568,10 +569,10 @@ def main(argv: list[str] | None = None) -> int:
         f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
         f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}."
     )
-    *sheets, manifest = written
-    for path in sheets:
+    for path in written:
         if path.suffix == ".csv":
             print(f"sha256 {written[path]}  {path}")
+    manifest = args.out.with_suffix(".sha256")
     print(
         f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
         f"`sha256sum -c {manifest.name}` in {manifest.parent})"

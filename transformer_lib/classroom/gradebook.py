@@ -27,29 +27,37 @@ import io
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any
 
-from .assignments import ANSWER_HERE, ASSIGNMENTS
-
-if TYPE_CHECKING:
-    from .grade import GradedNotebook
+from .registry import ANSWER_HERE, ASSIGNMENTS
+from .results import GradedNotebook
 
 __all__ = [
     "EXERCISE_COLUMNS",
     "ANSWER_COLUMNS",
     "sha256_file",
     "write_atomic",
+    "ROSTER_COLUMNS",
+    "NO_SUBMISSION",
+    "graded_assignments",
     "exercise_rows",
+    "written_points",
+    "totals_from_rows",
     "totals_table",
+    "read_sheet",
     "answer_rows",
     "feedback_markdown",
     "write_csv",
     "write_gradebook",
 ]
 
+ROSTER_COLUMNS = ("lms_id", "email")  # carried from the roster into every sheet, so that an LMS can match its rows
+NO_SUBMISSION = "no submission"
 EXERCISE_COLUMNS = (
     "student",
+    *ROSTER_COLUMNS,
     "assignment",
     "exercise",
     "passed",
@@ -64,6 +72,7 @@ EXERCISE_COLUMNS = (
 )
 ANSWER_COLUMNS = (
     "student",
+    *ROSTER_COLUMNS,
     "assignment",
     "question",
     "question_text",
@@ -164,17 +173,38 @@ def _flags(*objects: Any) -> str:
     return "; ".join(str(f) for obj in objects for f in getattr(obj, "flags", None) or [])
 
 
-def exercise_rows(graded: list[GradedNotebook]) -> list[dict[str, Any]]:
+def _ids(student: str, roster: list[dict[str, str]] | None) -> dict[str, str]:
+    """The roster's id and e-mail of ``student`` (empty when not in the roster)."""
+    row = next((r for r in roster or [] if r.get("student") == student), {})
+    return {c: row.get(c, "") for c in ROSTER_COLUMNS}
+
+
+def _students(graded: list[GradedNotebook], roster: list[dict[str, str]] | None) -> list[str]:
+    """Everyone with a sheet row: the roster's students, then those graded who are not in it."""
+    names = [r["student"] for r in roster or []]
+    return list(dict.fromkeys(names + sorted({g.student for g in graded}, key=str.lower)))
+
+
+def graded_assignments(graded: list[GradedNotebook]) -> list[str]:
+    """The assignments of this run: those that anyone handed in, in order."""
+    return sorted({g.assignment for g in graded if g.assignment in ASSIGNMENTS})
+
+
+def exercise_rows(graded: list[GradedNotebook], roster: list[dict[str, str]] | None = None) -> list[dict[str, Any]]:
     """One row per student per exercise (:data:`EXERCISE_COLUMNS`); a notebook of no known assignment gets one
-    row with exercise ``-`` and 0 of 0 points."""
+    row with exercise ``-`` and 0 of 0 points; a student (of the roster, or graded on another assignment) who
+    handed in nothing for an assignment of this run gets one row with exercise ``-``, 0 points of the
+    assignment's maximum and ``no submission``. Points are :meth:`~.registry.Exercise.earned`: all of them for a
+    pass, the parts passed for a partly right answer."""
     rows = []
     for g in graded:
         common = {
             "student": g.student,
+            **_ids(g.student, roster),
             "assignment": g.assignment,
-            "file_name": getattr(g, "file_name", ""),
-            "sha256": getattr(g, "sha256", ""),
-            "note": " ".join(getattr(g, "notes", [])),
+            "file_name": g.file_name,
+            "sha256": g.sha256,
+            "note": " ".join(g.notes),
         }
         assignment = ASSIGNMENTS.get(g.assignment)
         if assignment is None or not g.results:
@@ -193,39 +223,132 @@ def exercise_rows(graded: list[GradedNotebook]) -> list[dict[str, Any]]:
             continue
         for r in g.results:
             ex = assignment.exercise(r.exercise)
-            points = ex.points if ex else 0
             rows.append(
                 {
                     **common,
                     "exercise": r.exercise,
                     "passed": int(r.passed),
-                    "message": r.message,
+                    "message": _with_parts(r),
                     "optional": int(bool(ex and ex.extension)),
-                    "points": _number(points if r.passed else 0),
-                    "max_points": _number(points),
+                    "points": _number(ex.earned(r) if ex else 0),
+                    "max_points": _number(ex.points if ex else 0),
                     "flags": _flags(r, g),
                 }
             )
+    handed_in = {(g.student, g.assignment) for g in graded}
+    for student in _students(graded, roster):
+        for aid in graded_assignments(graded):
+            if (student, aid) not in handed_in:
+                rows.append(
+                    {
+                        "student": student,
+                        **_ids(student, roster),
+                        "assignment": aid,
+                        "exercise": "-",
+                        "passed": 0,
+                        "message": NO_SUBMISSION,
+                        "optional": 0,
+                        "points": 0,
+                        "max_points": _number(ASSIGNMENTS[aid].max_points),
+                        "flags": "",
+                        "file_name": "",
+                        "sha256": "",
+                        "note": NO_SUBMISSION,
+                    }
+                )
     return rows
 
 
-def totals_table(graded: list[GradedNotebook]) -> tuple[list[str], list[dict[str, Any]]]:
-    """``(columns, rows)`` of the totals sheet: one row per student, a column per assignment that anyone handed
-    in (0 for a student who did not), ``extra`` (optional points earned), ``total`` and ``max``."""
-    rows = exercise_rows(graded)
+def _with_parts(r: Any) -> str:
+    """The sheet's message: the check's, and for a fail with parts, which parts passed (partial credit)."""
+    if r.passed or not getattr(r, "parts", None):
+        return str(r.message)
+    parts = ", ".join(f"{p} {'PASS' if ok else 'FAIL'}" for p, ok in r.parts.items())
+    return f"{r.message} Parts: {parts}."
+
+
+def _float(value: Any, what: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: expected a number, got {value!r}") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError(f"{what}: expected a finite number, got {value!r}")
+    return x
+
+
+def written_points(
+    rows: Iterable[dict[str, Any]], where: str = "answers"
+) -> dict[tuple[str, str], tuple[float, float]]:
+    """``{(student, assignment): (points, max_points)}`` from a filled answers sheet (:data:`ANSWER_COLUMNS`);
+    rows whose ``points`` is still empty count 0. A point outside 0..max_points is an error that names the row."""
+    found: dict[tuple[str, str], tuple[float, float]] = {}
+    for number, row in enumerate(rows, start=2):
+        what = f"{where}, line {number} ({row.get('student')}, {row.get('assignment')}, question {row.get('question')})"
+        maximum = _float(row.get("max_points"), f"{what}: max_points")
+        text = str(row.get("points") or "").strip()
+        points = _float(text, f"{what}: points") if text else 0.0
+        if not 0 <= points <= maximum:
+            raise ValueError(f"{what}: points: expected a number from 0 to {_number(maximum)}, got {text!r}")
+        key = (str(row["student"]), str(row["assignment"]))
+        have = found.get(key, (0.0, 0.0))
+        found[key] = (have[0] + points, have[1] + maximum)
+    return found
+
+
+def totals_from_rows(
+    rows: list[dict[str, Any]], written: dict[tuple[str, str], tuple[float, float]] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(columns, rows)`` of the totals sheet from the per-exercise rows (as :func:`exercise_rows` gives them, or
+    as read back from ``grades.csv``) and, once the teacher has filled the answers sheet, its points
+    (:func:`written_points`).
+
+    One row per student: the roster's ``lms_id`` and ``email``; for each assignment of the run its points and
+    ``<assignment>_max``, the points possible in it (the required exercises' points from the registry, plus its
+    written questions' once they are merged); ``written`` (points of written answers, when merged), ``extra``
+    (points earned on optional extensions, included in the assignment's points and the total), ``total``, ``max``
+    (the sum of the row's ``_max`` columns: every assignment of the run counts for every student, so one handed
+    in late or not at all is 0 of its maximum, never a smaller maximum) and ``note`` (``no submission`` for the
+    assignments not handed in).
+    """
     assignments = sorted({r["assignment"] for r in rows if r["assignment"] in ASSIGNMENTS})
-    maximum = sum(ASSIGNMENTS[a].max_points for a in assignments)
+    written = written or {}
+    written_max = {a: max((m for (_, b), (_, m) in written.items() if b == a), default=0.0) for a in assignments}
     table = []
-    for student in sorted({r["student"] for r in rows}, key=str.lower):
+    students = list(dict.fromkeys(r["student"] for r in rows))
+    for student in sorted(students, key=str.lower):
         mine = [r for r in rows if r["student"] == student]
-        row: dict[str, Any] = {"student": student}
+        row: dict[str, Any] = {"student": student, **{c: mine[0].get(c, "") for c in ROSTER_COLUMNS}}
+        total = maximum = extra = points_written = 0.0
+        missing = []
         for a in assignments:
-            row[a] = _number(sum(r["points"] for r in mine if r["assignment"] == a))
-        row["extra"] = _number(sum(r["points"] for r in mine if r["optional"]))
-        row["total"] = _number(sum(r["points"] for r in mine))
-        row["max"] = _number(maximum)
+            auto = sum(_float(r["points"], "points") for r in mine if r["assignment"] == a)
+            w = written.get((student, a), (0.0, 0.0))[0]
+            row[a] = _number(auto + w)
+            row[f"{a}_max"] = _number(ASSIGNMENTS[a].max_points + written_max[a])
+            total += auto + w
+            maximum += ASSIGNMENTS[a].max_points + written_max[a]
+            points_written += w
+            extra += sum(
+                _float(r["points"], "points") for r in mine if r["assignment"] == a and str(r["optional"]) == "1"
+            )
+            if any(r["assignment"] == a and r["message"] == NO_SUBMISSION for r in mine):
+                missing.append(a)
+        if written:
+            row["written"] = _number(points_written)
+        row.update(extra=_number(extra), total=_number(total), max=_number(maximum))
+        row["note"] = f"{NO_SUBMISSION}: {', '.join(missing)}" if missing else ""
         table.append(row)
-    return ["student", *assignments, "extra", "total", "max"], table
+    columns = ["student", *ROSTER_COLUMNS, *(c for a in assignments for c in (a, f"{a}_max"))]
+    columns += [*(["written"] if written else []), "extra", "total", "max", "note"]
+    return columns, table
+
+
+def totals_table(
+    graded: list[GradedNotebook], roster: list[dict[str, str]] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(columns, rows)`` of the totals sheet of a grading run (see :func:`totals_from_rows`)."""
+    return totals_from_rows(exercise_rows(graded, roster))
 
 
 def _questions(template: str) -> list[str]:
@@ -268,7 +391,9 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dict[str, Any]]:
+def answer_rows(
+    graded: list[GradedNotebook], templates: str | Path, roster: list[dict[str, str]] | None = None
+) -> list[dict[str, Any]]:
     """One row per student per written question (:data:`ANSWER_COLUMNS`).
 
     ``templates`` is the folder of student notebooks handed out (``book/assignments``): its cells tagged
@@ -289,10 +414,11 @@ def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dic
         by_id = dict(cells)
         common = {
             "student": g.student,
+            **_ids(g.student, roster),
             "assignment": g.assignment,
             "points": "",
-            "file_name": getattr(g, "file_name", ""),
-            "sha256": getattr(g, "sha256", ""),
+            "file_name": g.file_name,
+            "sha256": g.sha256,
         }
         for k, question_cell in enumerate(asked):
             source = by_id.get(question_cell.get("id"))
@@ -317,7 +443,7 @@ def answer_rows(graded: list[GradedNotebook], templates: str | Path) -> list[dic
             else:
                 rows += [
                     {**common, "question": str(i), "question_text": _short(q), "answer": a, "max_points": 1}
-                    for i, (q, a) in enumerate(zip(questions, parts), start=1)
+                    for i, (q, a) in enumerate(zip(questions, parts, strict=True), start=1)
                 ]
     return rows
 
@@ -373,9 +499,15 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # Writing it all
 # --------------------------------------------------------------------------------------------------------------
-def write_csv(path: str | Path, graded: list[GradedNotebook]) -> str:
+def write_csv(path: str | Path, graded: list[GradedNotebook], roster: list[dict[str, str]] | None = None) -> str:
     """Write the per-exercise sheet atomically; returns its SHA-256."""
-    return write_atomic(path, _csv_text(EXERCISE_COLUMNS, exercise_rows(graded)))
+    return write_atomic(path, _csv_text(EXERCISE_COLUMNS, exercise_rows(graded, roster)))
+
+
+def read_sheet(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a sheet written here (or filled in by hand and saved as CSV)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return list(csv.DictReader(f))
 
 
 def _manifest_name(path: Path, folder: Path) -> str:
@@ -391,10 +523,14 @@ def write_gradebook(
     answers: str | Path | None = None,
     manifest: str | Path | None = None,
     templates: str | Path | None = None,
+    roster: list[dict[str, str]] | None = None,
+    extra: dict[Path, str] | None = None,
 ) -> dict[Path, str]:
     """Write every sheet, the feedback files and the manifest (defaults: ``feedback/``, ``<out>_totals.csv``,
     ``<out>_answers.csv`` and ``<out>.sha256`` next to ``out``; no answers sheet without ``templates``).
 
+    ``roster`` (:func:`~.submissions.roster_rows`) carries its ids into the sheets and gives a row to every
+    student in it; ``extra`` maps more files (e.g. an LMS export) to their text, written before the manifest.
     Returns ``{path: sha256}`` of everything written, the manifest last.
     """
     out = Path(out)
@@ -402,12 +538,14 @@ def write_gradebook(
     totals = Path(totals) if totals else out.with_name(f"{out.stem}_totals.csv")
     manifest = Path(manifest) if manifest else out.with_suffix(".sha256")
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else folder / "feedback"
-    written = {out: write_csv(out, graded)}
-    columns, table = totals_table(graded)
+    written = {out: write_csv(out, graded, roster)}
+    columns, table = totals_table(graded, roster)
     written[totals] = write_atomic(totals, _csv_text(columns, table))
     if templates is not None:
         answers = Path(answers) if answers else out.with_name(f"{out.stem}_answers.csv")
-        written[answers] = write_atomic(answers, _csv_text(ANSWER_COLUMNS, answer_rows(graded, templates)))
+        written[answers] = write_atomic(answers, _csv_text(ANSWER_COLUMNS, answer_rows(graded, templates, roster)))
+    for path, text in (extra or {}).items():
+        written[Path(path)] = write_atomic(path, text)
     for student in sorted({g.student for g in graded}):
         path = feedback_dir / f"{_file_name(student)}.md"
         written[path] = write_atomic(path, feedback_markdown(student, [g for g in graded if g.student == student]))

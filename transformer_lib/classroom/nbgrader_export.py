@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .assignments import ANSWER_HERE, BEGIN, END, get_assignment
+from .registry import ANSWER_HERE, BEGIN, END, get_assignment
 
 __all__ = ["nbgrader_notebook", "export_course", "CONFIG"]
 

@@ -433,15 +433,18 @@ def test_wrong_padding_masks(fn, phrases):
 @pytest.mark.parametrize(
     "fn, phrases",
     [
-        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["looks inverted"]),
-        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["looks inverted"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["True where attention is blocked", "~mask"]),
+        (lambda n: ~torch.ones(n, n, dtype=torch.bool).tril(), ["True where attention is blocked", "triu(diagonal=1)"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["the positions after it", ".tril()"]),
         (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), ["causal mask is off by one", "keep the diagonal"]),
         (lambda n: torch.ones(n, n, dtype=torch.bool).tril(1), ["causal mask is off by one", "one future token"]),
         (lambda n: torch.ones(n, n).tril(), ["boolean"]),
     ],
 )
 def test_wrong_causal_masks(fn, phrases):
-    assert_fails_with(checks.check_causal_mask(fn), *phrases)
+    result = checks.check_causal_mask(fn)
+    assert_fails_with(result, *phrases)
+    assert "inverted" not in str(result) + " ".join(result.hints)  # a triu mask is a "blocked" mask or the future
 
 
 @pytest.mark.parametrize(

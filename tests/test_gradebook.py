@@ -260,7 +260,7 @@ def test_the_totals_sheet_counts_optional_points_as_extra_not_in_the_maximum(tmp
     ]
     feedback = (tmp_path / "feedback" / "zoe.md").read_text()
     assert "| 06_decoder | beam_search (optional) | PASS | 5/5 |" in feedback
-    assert "## 06_decoder: 2 of 3 exercises pass (10 of 10 points)" in feedback
+    assert "## 06_decoder: 2 of 3 exercises pass (5 of 10 points, plus 5 extra for the optional extension)" in feedback
     assert "*Graded 03_attention (1).ipynb, the most recently modified of 2 files.*" in feedback
 
 

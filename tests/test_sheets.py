@@ -175,3 +175,29 @@ def test_an_edited_sheet_fails_verify_even_with_a_regenerated_sha256(graded_run)
 def test_the_teachers_folders_are_ignored_by_git():
     for path in ("submissions/alice/03_attention.ipynb", "grades/grades.csv", "roster.csv", "teacher-book/x"):
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
+
+
+def test_the_optional_extension_is_never_more_than_the_maximum_in_the_feedback(tmp_path):
+    results = [CheckResult(n, True, "ok") for n in ("decoder_layer", "greedy_decode", "beam_search")]
+    text = gradebook.feedback_markdown("zoe", [grade.GradedNotebook("zoe", "06_decoder", tmp_path / "x", results)])
+    assert "## 06_decoder: 3 of 3 exercises pass (10 of 10 points, plus 5 extra for the optional extension)" in text
+    assert "15 of 10" not in text
+
+
+@pytest.mark.slow
+def test_a_kernel_that_ignores_sigint_is_told_it_ignored_the_interrupt(tmp_path):
+    import nbformat
+
+    nb = nbformat.read(ROOT / "assignments" / "03_attention.ipynb", as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"
+        )
+    )
+    path = tmp_path / "kim" / "03_attention.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    g = grade.grade_notebook(path, "kim", cell_timeout=4, grace=1)
+    (problem,) = [p for p in g.problems if p.startswith(f"Cell {len(nb.cells)} ")]
+    assert "ignored the interrupt (it changes how SIGINT is handled), so its kernel was killed" in problem
+    assert "BaseException" not in problem and [r.passed for r in g.results] == [True]

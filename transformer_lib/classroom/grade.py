@@ -42,7 +42,7 @@ a token in their environment and killed. In both cases it imports a read-only co
 hash is checked after every notebook (and which is copied again if it changed).
 
 Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that does not answer the
-interrupt within 5 s (a loop that catches ``BaseException``), or that dies (``os._exit``, a crash), is killed, the
+interrupt within 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is killed, the
 problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up
 to their definitions, without that cell and the cells that timed out. A notebook gets at most ``--timeout`` per code
 cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A notebook that is not valid
@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import secrets
 import sys
 import time
@@ -281,9 +282,10 @@ def grade_notebook(
                     stop = True
                 elif key[0] == "cell":
                     left_out.add(key[1])
+                    source = next((src for n, src in code if n == key[1]), "")
                     what = (
-                        f"did not finish within {cell_timeout:g} s and did not answer the interrupt (does it "
-                        "catch BaseException?), so its kernel was killed"
+                        f"did not finish within {cell_timeout:g} s and ignored the interrupt{_why_hung(source)}, "
+                        "so its kernel was killed"
                         if how == "hung"
                         else "stopped the kernel (os._exit, a crash, running out of memory?)"
                     )
@@ -301,8 +303,8 @@ def grade_notebook(
                             if how == "hung"
                             else "stopped the kernel (os._exit, a crash, running out of memory?)."
                         ),
-                        "Run the check cell in your notebook: your function must return within the time limit and "
-                        "must not catch BaseException or KeyboardInterrupt.",
+                        "Run the check cell in your notebook: your function must return within the time limit, and "
+                        "must neither catch KeyboardInterrupt (or BaseException) nor ignore SIGINT.",
                         "TimeoutError" if how == "hung" else "KernelDied",
                     )
             else:
@@ -328,6 +330,15 @@ def grade_notebook(
     graded.problems = [errors[n] for n in sorted(errors)] + notes
     graded.seconds = time.monotonic() - started
     return graded
+
+
+def _why_hung(source: str) -> str:
+    """Why a cell may have ignored the interrupt, as its source shows it (the grader only sees that it did)."""
+    if re.search(r"\bSIGINT\b|\bsigmask\b|\bSIG_IGN\b", source):
+        return " (it changes how SIGINT is handled)"
+    if re.search(r"except\s*(\(|:|BaseException|KeyboardInterrupt)", source):
+        return " (it catches KeyboardInterrupt, a bare except or BaseException)"
+    return ""
 
 
 def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckResult:

@@ -465,11 +465,14 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
     for g in graded:
         passed = sum(r.passed for r in g.results)
         mine = [r for r in rows if r["assignment"] == g.assignment and r["student"] == g.student]
-        points = _number(sum(r["points"] for r in mine))
+        required = _number(sum(r["points"] for r in mine if not r["optional"]))
+        extra = _number(sum(r["points"] for r in mine if r["optional"]))
         maximum = ASSIGNMENTS[g.assignment].max_points if g.assignment in ASSIGNMENTS else 0
+        bonus = f", plus {extra} extra for the optional extension" if extra else ""
         lines += [
             "",
-            f"## {g.assignment}: {passed} of {len(g.results)} exercises pass ({points} of {_number(maximum)} points)",
+            f"## {g.assignment}: {passed} of {len(g.results)} exercises pass "
+            f"({required} of {_number(maximum)} points{bonus})",
             "",
         ]
         if getattr(g, "file_name", ""):

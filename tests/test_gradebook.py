@@ -395,20 +395,26 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
             "30",
             "--check-time-limit",
             "5",
+            "--lms",
+            "canvas",
+            "--key-file",
+            str(tmp_path / "teacher.key"),
         ]
     )
-    printed = capsys.readouterr().out
+    printed, errors = capsys.readouterr()
     assert code == 0
     rows = read_csv(out)
     assert [(r["student"], r["passed"], r["points"], r["file_name"]) for r in rows] == [
         ("alice", "1", "10", "alice/03_attention.ipynb"),
-        ("John Smith", "0", "0", "smithjohn_123_03_attention.ipynb"),
+        ("John Smith", "0", "7", "smithjohn_123_03_attention.ipynb"),  # partial credit: the scaling is wrong
+        ("Alice", "0", "0", ""),  # in the roster, but "alice" is not matched to her: a row all the same
     ]
     assert rows[0]["sha256"] == hashlib.sha256((c / "alice" / "03_attention.ipynb").read_bytes()).hexdigest()
     assert "not graded: 03_attention (1).ipynb" in rows[0]["note"] and "not in the roster" in rows[0]["note"]
     assert [list(r.values()) for r in read_csv(tmp_path / "out" / "grades_totals.csv")] == [
-        ["alice", "10", "0", "10", "10"],
-        ["John Smith", "0", "0", "0", "10"],
+        ["alice", "", "", "10", "10", "0", "10", "10", ""],
+        ["Alice", "", "", "0", "10", "0", "0", "10", "no submission: 03_attention"],
+        ["John Smith", "123", "", "7", "10", "0", "7", "10", ""],
     ]
     answers = read_csv(tmp_path / "out" / "grades_answers.csv")
     assert [(r["student"], r["question"]) for r in answers] == [
@@ -427,3 +433,14 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
     manifest_digest = hashlib.sha256((tmp_path / "out" / "grades.sha256").read_bytes()).hexdigest()
     assert f"sha256 {manifest_digest}  {tmp_path / 'out' / 'grades.sha256'}" in printed
     assert not list((tmp_path / "out").rglob("*.tmp"))
+    assert "Left out of grades_canvas.csv, for want of an lms_id in the roster: alice, Alice." in errors
+    canvas = read_csv(tmp_path / "out" / "grades_canvas.csv")
+    assert [(r["Student"], r["ID"], r["03_attention"]) for r in canvas] == [
+        ("Points Possible", "", "10"),
+        ("John Smith", "123", "7"),
+    ]
+    assert grade.main(["verify", str(tmp_path / "out"), "--key-file", str(tmp_path / "teacher.key")]) == 0
+    # the fixtures' buggy notebook is the solution without ÷√d_k: a copy but for one line, and flagged as such
+    (pair,) = read_csv(tmp_path / "out" / "similarity.csv")
+    assert (pair["student_a"], pair["student_b"], pair["exercise"]) == ("John Smith", "alice", "attention")
+    assert "near-identical to alice's" in rows[1]["flags"]

@@ -76,12 +76,13 @@ from typing import Any
 from . import integrity, sheets
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
-from .gradebook import feedback_markdown, sha256_file, totals_table, write_csv, write_gradebook
+from .gradebook import csv_text, feedback_markdown, sha256_file, totals_table, write_csv, write_gradebook
 from .kernels import GRACE, SETUP_KEY, error_of, run_cells
-from .lms import lms_csv
+from .lms import lms_csv, unmatched
 from .registry import ASSIGNMENTS, Exercise
 from .results import GradedNotebook
 from .sandbox import LibraryCopy, Sandbox
+from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
 from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
 
 __all__ = [
@@ -393,6 +394,7 @@ def grade_folder(
     written: dict[Path, str] | None = None,
     lms: str | None = None,
     key_file: str | Path | None = None,
+    similarity_threshold: float = DEFAULT_THRESHOLD,
 ) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
@@ -401,13 +403,17 @@ def grade_folder(
     run at once, each in its own kernel. Returns what was graded, sorted by student and file; ``written``, if
     given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"`` or ``"canvas"``) also writes
     ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
-    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder)."""
+    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
+    Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
+    ``similarity.csv`` next to ``out`` and are flagged on both students' rows."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from tqdm.auto import tqdm
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
+    if isinstance(similarity_threshold, bool) or not 0 < similarity_threshold <= 1:
+        raise ValueError(f"similarity_threshold: expected a number in (0, 1], got {similarity_threshold!r}")
     key = sheets.load_key(key_file, Path(out).parent) if key_file is not None else None  # before hours of grading
     roster_table = roster_rows(roster) if roster is not None else None
     submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
@@ -449,9 +455,18 @@ def grade_folder(
         g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
     templates = templates if templates is not None else _default_templates()
-    extra = {}
+    pairs = similar_pairs(graded, templates, similarity_threshold)
+    flag_similar(graded, pairs)
+    extra = {out.with_name("similarity.csv"): csv_text(SIMILARITY_COLUMNS, pairs)}
     if lms is not None:
-        extra[out.with_name(f"{out.stem}_{lms}.csv")] = lms_csv(lms, *totals_table(graded, roster_table), roster_table)
+        columns, table = totals_table(graded, roster_table)
+        extra[out.with_name(f"{out.stem}_{lms}.csv")] = lms_csv(lms, columns, table, roster_table, skip_unmatched=True)
+        if unmatched(lms, table):
+            print(
+                f"Left out of {out.stem}_{lms}.csv, for want of an {'e-mail' if lms == 'moodle' else 'lms_id'} in "
+                f"the roster: {', '.join(unmatched(lms, table))}.",
+                file=sys.stderr,
+            )
     files = write_gradebook(
         out,
         graded,
@@ -542,6 +557,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
+        "--similarity",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="SCORE",
+        help="flag pairs whose solution code is at least this similar, 0..1 (default: %(default)s; similarity.csv)",
+    )
+    parser.add_argument(
         "--lms", choices=("moodle", "canvas"), help="also write <out>_<lms>.csv in that LMS's grade-import format"
     )
     parser.add_argument(
@@ -570,6 +592,7 @@ def main(argv: list[str] | None = None) -> int:
             written=written,
             lms=args.lms,
             key_file=args.key_file,
+            similarity_threshold=args.similarity,
         )
     except (FileNotFoundError, NotADirectoryError, ValueError) as e:
         print(e, file=sys.stderr)

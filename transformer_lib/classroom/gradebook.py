@@ -39,6 +39,7 @@ __all__ = [
     "ANSWER_COLUMNS",
     "sha256_file",
     "write_atomic",
+    "csv_text",
     "ROSTER_COLUMNS",
     "NO_SUBMISSION",
     "graded_assignments",
@@ -136,7 +137,7 @@ def _cell(value: Any) -> Any:
     return "'" + value if formula else value
 
 
-def _csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
+def csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns))
     writer.writeheader()
@@ -504,7 +505,7 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
 # --------------------------------------------------------------------------------------------------------------
 def write_csv(path: str | Path, graded: list[GradedNotebook], roster: list[dict[str, str]] | None = None) -> str:
     """Write the per-exercise sheet atomically; returns its SHA-256."""
-    return write_atomic(path, _csv_text(EXERCISE_COLUMNS, exercise_rows(graded, roster)))
+    return write_atomic(path, csv_text(EXERCISE_COLUMNS, exercise_rows(graded, roster)))
 
 
 def read_sheet(path: str | Path) -> list[dict[str, str]]:
@@ -543,10 +544,10 @@ def write_gradebook(
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else folder / "feedback"
     written = {out: write_csv(out, graded, roster)}
     columns, table = totals_table(graded, roster)
-    written[totals] = write_atomic(totals, _csv_text(columns, table))
+    written[totals] = write_atomic(totals, csv_text(columns, table))
     if templates is not None:
         answers = Path(answers) if answers else out.with_name(f"{out.stem}_answers.csv")
-        written[answers] = write_atomic(answers, _csv_text(ANSWER_COLUMNS, answer_rows(graded, templates, roster)))
+        written[answers] = write_atomic(answers, csv_text(ANSWER_COLUMNS, answer_rows(graded, templates, roster)))
     for path, text in (extra or {}).items():
         written[Path(path)] = write_atomic(path, text)
     for student in sorted({g.student for g in graded}):

@@ -11,39 +11,53 @@
   column whose name is not yet an assignment becomes a new one.
 
 Every roster student has a row (0 for an assignment not handed in). A student the LMS could not match (no e-mail
-for Moodle, no ``lms_id`` for Canvas) is an error that names them: add them to the roster.
+for Moodle, no ``lms_id`` for Canvas) is an error that names them (add them to the roster); the grader, which
+must not lose a run over it, leaves them out of the file and names them on stderr instead.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .gradebook import ROSTER_COLUMNS, _csv_text
+from .gradebook import ROSTER_COLUMNS, csv_text
 from .registry import ASSIGNMENTS
 
-__all__ = ["LMS_FORMATS", "lms_csv"]
+__all__ = ["LMS_FORMATS", "lms_csv", "unmatched"]
 
 LMS_FORMATS = ("moodle", "canvas")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_COLUMNS = ("Email address", "ID number", "Full name")
 
 
+def unmatched(kind: str, table: list[dict[str, Any]]) -> list[str]:
+    """The students of the totals ``table`` that ``kind`` could not match: no e-mail (Moodle), no lms_id (Canvas)."""
+    key = "email" if kind == "moodle" else "lms_id"
+    return [str(row["student"]) for row in table if not row.get(key)]
+
+
 def lms_csv(
-    kind: str, columns: list[str], table: list[dict[str, Any]], roster: list[dict[str, str]] | None = None
+    kind: str,
+    columns: list[str],
+    table: list[dict[str, Any]],
+    roster: list[dict[str, str]] | None = None,
+    *,
+    skip_unmatched: bool = False,
 ) -> str:
     """The totals sheet ``(columns, table)`` (as :func:`~.gradebook.totals_from_rows` gives it) as the CSV text
-    that ``kind`` (``"moodle"`` or ``"canvas"``) imports; ``roster`` adds the optional columns it has."""
+    that ``kind`` (``"moodle"`` or ``"canvas"``) imports; ``roster`` adds the optional columns it has. A student
+    the LMS cannot match (:func:`unmatched`) is an error, or with ``skip_unmatched`` left out."""
     if kind not in LMS_FORMATS:
         raise ValueError(f"lms: expected one of {', '.join(LMS_FORMATS)}, got {kind!r}")
     assignments = [c for c in columns if c in ASSIGNMENTS]
     extra = {r["student"]: r for r in roster or []}
     key, need = ("email", "an e-mail") if kind == "moodle" else ("lms_id", "an lms_id")
-    unmatched = [row["student"] for row in table if not row.get(key)]
-    if unmatched:
+    missing = unmatched(kind, table)
+    if missing and not skip_unmatched:
         raise ValueError(
-            f"lms: {kind} matches students by {key}; the roster gives no {key} for {', '.join(unmatched)} "
+            f"lms: {kind} matches students by {key}; the roster gives no {key} for {', '.join(missing)} "
             f"(add {need} for each to the roster's {key!r} column)"
         )
+    table = [row for row in table if row["student"] not in missing]
     rows: list[dict[str, Any]] = []
     if kind == "moodle":
         header = [*MOODLE_COLUMNS, *assignments]
@@ -73,4 +87,4 @@ def lms_csv(
                 }
             )
     assert set(ROSTER_COLUMNS) <= set(columns), "a totals sheet carries the roster's columns"
-    return _csv_text(header, rows)
+    return csv_text(header, rows)

@@ -28,7 +28,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from .gradebook import _csv_text, read_sheet, sha256_file, totals_from_rows, write_atomic, written_points
+from .gradebook import csv_text, read_sheet, sha256_file, totals_from_rows, write_atomic, written_points
 from .lms import LMS_FORMATS, lms_csv
 from .submissions import roster_rows
 
@@ -139,7 +139,7 @@ def retotal(
     columns, table = totals_from_rows(read_sheet(per_exercise), written_pts)
     written: dict[Path, str] = {}
     totals = folder / f"{stem}_totals.csv"
-    written[totals] = write_atomic(totals, _csv_text(columns, table))
+    written[totals] = write_atomic(totals, csv_text(columns, table))
     if lms is not None:
         path = folder / f"{stem}_{lms}.csv"
         written[path] = write_atomic(path, lms_csv(lms, columns, table, roster_rows(roster) if roster else None))

@@ -28,6 +28,7 @@ written questions is tagged ``answer``: the gradebook collects the students' tex
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -201,15 +202,62 @@ _NOT_COPIED = (
 )
 
 
+def _limit_to_assignments(dest: Path) -> None:
+    """Make the copy's table of contents the introduction, the Assignments part and the Reference part only."""
+    import yaml
+
+    toc_path = dest / "_toc.yml"
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    toc["parts"] = [p for p in toc.get("parts", []) if p.get("caption") in ("Assignments", "Reference")]
+    if not any(p.get("caption") == "Assignments" for p in toc["parts"]):
+        raise ValueError(f"root: the table of contents {toc_path} has no part with the caption 'Assignments'")
+    toc_path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+
+
+def _jupyter_book() -> list[str]:
+    """The command that runs Jupyter Book with this Python (no activated virtual environment needed)."""
+    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+
+
+def _build(dest: Path, root: Path, jobs: int, strict: bool) -> None:
+    """Build the copy at ``dest`` the way ``scripts/build_book.sh`` builds the book: execute the notebooks ``jobs``
+    at a time with the copy's ``scripts/execute_notebooks.py`` into its jupyter cache (seeded with the book's own
+    cache at ``root/_build/.jupyter_cache``, so that chapters that did not change are not run again), then
+    ``jupyter-book build`` (``-W`` when ``strict``), both with this Python."""
+    cache = root / "_build" / ".jupyter_cache"
+    if cache.is_dir():
+        shutil.copytree(cache, dest / "_build" / ".jupyter_cache", dirs_exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}  # as build_book.sh
+    subprocess.run(
+        [sys.executable, str(dest / "scripts" / "execute_notebooks.py"), "--jobs", str(jobs), "--timeout", "600"],
+        cwd=dest,
+        env=env,
+        check=True,
+    )
+    flags = ["-W", "--keep-going"] if strict else ["--keep-going"]
+    subprocess.run([*_jupyter_book(), "build", str(dest), "--builder", "html", *flags], cwd=dest, env=env, check=True)
+
+
 def build_teacher_book(
-    dest: str | Path, root: str | Path, *, build: bool = False, solutions: str | Path | None = None
+    dest: str | Path,
+    root: str | Path,
+    *,
+    build: bool = False,
+    solutions: str | Path | None = None,
+    assignments_only: bool = False,
+    jobs: int = 2,
 ) -> Path:
     """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks (from ``solutions``,
-    default ``root/assignments``) in place of the student ones; with ``build`` also run
-    ``jupyter-book build dest``. Returns ``dest``.
+    default ``root/assignments``) in place of the student ones; with ``build`` also build it into
+    ``dest/_build/html`` as ``scripts/build_book.sh`` builds the book (see :func:`_build`: the same notebook
+    execution, ``jobs`` at a time, reusing the book's cache for unchanged chapters). ``assignments_only`` keeps
+    only the introduction and the Assignments part in the copy's table of contents (a quick build, without
+    ``-W``: the pages' links to chapters are left dangling). Returns ``dest``.
 
     The public site only ever holds the student notebooks: hiding a cell on a page is not secrecy.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
     root, dest = Path(root).resolve(), Path(dest).resolve()
     if dest == root or root in dest.parents:
         raise ValueError(f"dest: must lie outside the repository {root}, got {dest}")
@@ -219,8 +267,10 @@ def build_teacher_book(
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
     for solution in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
         shutil.copyfile(solution, dest / "book" / "assignments" / solution.name)
+    if assignments_only:
+        _limit_to_assignments(dest)
     if build:
-        subprocess.run(["jupyter-book", "build", str(dest)], check=True)
+        _build(dest, root, jobs, strict=not assignments_only)
     return dest
 
 
@@ -245,7 +295,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="copy the book to DIR with the solution notebooks in place of the student ones",
     )
-    parser.add_argument("--build", action="store_true", help="with --teacher-book: also run jupyter-book build DIR")
+    parser.add_argument(
+        "--build",
+        action="store_true",
+        help="with --teacher-book: also build it into DIR/_build/html, as scripts/build_book.sh builds the book",
+    )
+    parser.add_argument(
+        "--assignments-only",
+        action="store_true",
+        help="with --teacher-book: only the introduction and the Assignments part (a quick build)",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="with --build: notebooks executed at once (default 2)")
     parser.add_argument(
         "--nbgrader",
         type=Path,
@@ -265,10 +325,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Then: cd {args.nbgrader} && nbgrader generate_assignment {written[0].stem}")
         return 0
     if args.teacher_book:
-        dest = build_teacher_book(args.teacher_book, args.root, build=args.build, solutions=args.solutions)
+        dest = build_teacher_book(
+            args.teacher_book,
+            args.root,
+            build=args.build,
+            solutions=args.solutions,
+            assignments_only=args.assignments_only,
+            jobs=args.jobs,
+        )
         print(f"Teacher's copy with solutions: {dest}")
-        if not args.build:
-            print(f"Build it: jupyter-book build {dest}")
+        print(f"Open {dest / '_build' / 'html' / 'index.html'}" if args.build else "Build it: add --build")
         return 0
     changed = generate(args.root, check_only=args.check, solutions=args.solutions)
     for path in changed:

@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .nbgrader_export import export_course
+from .nbgrader_export import export_course, nbgrader_notebook
 from .registry import ANSWER_HERE, ASSIGNMENTS, BEGIN, END, Assignment, Exercise, get_assignment
 
 __all__ = [
@@ -104,11 +104,23 @@ def student_source(source: str, *, code: bool = True) -> str:
     return "\n".join(out)
 
 
-def student_notebook(solution: Any) -> Any:
-    """The student version of a solution notebook (an ``nbformat.NotebookNode``); the input is not changed."""
+def student_notebook(solution: Any, assignment_id: str | None = None) -> Any:
+    """The student version of a solution notebook (an ``nbformat.NotebookNode``); the input is not changed.
+
+    With the ``assignment_id`` of an assignment in :data:`ASSIGNMENTS`, every cell also carries the nbgrader
+    metadata of the nbgrader export (:func:`~.nbgrader_export.nbgrader_notebook`: solution, test and locked cells,
+    the same ``grade_id`` and points), so that ``nbgrader autograde`` grades this handout as it grades nbgrader's
+    own release: one handout for both routes.
+    """
     import nbformat
 
     nb = nbformat.from_dict(solution)  # a deep copy
+    if assignment_id in ASSIGNMENTS:
+        graded = list(nbgrader_notebook(solution, assignment_id).cells)
+        kept = [c for c in nb.cells if "solution-only" not in c.metadata.get("tags", [])]
+        for cell, twin in zip(kept, graded, strict=True):  # both leave out the same teacher-only cells
+            if "nbgrader" in twin.metadata:
+                cell.metadata["nbgrader"] = dict(twin.metadata["nbgrader"])
     cells = []
     for i, cell in enumerate(nb.cells):
         tags = list(cell.metadata.get("tags", []))
@@ -148,7 +160,7 @@ def generate(root: str | Path, *, check_only: bool = False, solutions: str | Pat
     sources = sorted(src_dir.glob("[0-9][0-9]_*.ipynb"))
     changed = []
     for src in sources:
-        text = _clean(student_notebook(nbformat.read(src, as_version=4)))
+        text = _clean(student_notebook(nbformat.read(src, as_version=4), src.stem))
         dst = dst_dir / src.name
         if not dst.exists() or dst.read_text(encoding="utf-8") != text:
             changed.append(dst)

@@ -85,7 +85,7 @@ def test_every_exercise_has_a_stub_a_demo_and_a_check_cell(aid):
     code = [c for c in nb.cells if c.cell_type == "code"]
     stubs = [c for c in code if "raise NotImplementedError(" in c.source]
     assert len(stubs) == len(ASSIGNMENTS[aid].exercises)
-    for ex, cell in zip(ASSIGNMENTS[aid].exercises, stubs):
+    for ex, cell in zip(ASSIGNMENTS[aid].exercises, stubs, strict=True):
         name = ex.names[0]
         assert re.search(rf"^(def|class) {name}\b", cell.source, re.M), (name, cell.source)
         assert '"""' in cell.source  # the docstring stays

@@ -705,7 +705,11 @@ def _beam(
             log_probs = model.lm_head(h[:, -1]).log_softmax(-1)
             step = log_probs.exp() if probabilities else log_probs
             candidates = sorted(
-                ((score + x, seq + [t]) for (seq, score), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+                (
+                    (score + x, seq + [t])
+                    for (seq, score), row in zip(beams, step.tolist(), strict=True)
+                    for t, x in enumerate(row)
+                ),
                 reverse=True,
             )
             beams = []

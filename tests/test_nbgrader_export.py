@@ -79,7 +79,8 @@ def test_an_exported_check_cell_raises_when_the_check_fails():
     nb = nbgrader_notebook(nbformat.read(ROOT / "assignments" / "03_attention.ipynb", as_version=4), "03_attention")
     (cell,) = [c for c in nb.cells if meta(c).get("grade_id") == "test_attention"]
     for passed in (True, False):
-        fake = type("Checks", (), {"check_attention": staticmethod(lambda f: CheckResult("attention", passed, "x"))})
+        verdict = CheckResult("attention", passed, "x")
+        fake = type("Checks", (), {"check_attention": staticmethod(lambda f, verdict=verdict: verdict)})
         namespace = {"checks": fake, "attention": None}
         if passed:
             exec(cell.source, namespace)

@@ -19,10 +19,12 @@ tagged ``raises-exception`` as well, so that executing a student notebook (nbval
 (:mod:`transformer_lib.classroom.nbgrader_export`). ``--solutions PRIVATE_DIR`` reads the solution notebooks from
 a folder outside the repository instead of ``assignments/``, for a class whose answers must stay private.
 
-:data:`ASSIGNMENTS` (defined in :mod:`.registry`, re-exported here) lists each assignment's exercises: the name the notebook defines, the check of
-:mod:`transformer_lib.classroom.checks` that grades it, its points and whether it is an optional extension; the
-grader, its gradebook, the nbgrader export and ``checks.check_assignment`` read it. The markdown cell that asks the
-written questions is tagged ``answer``: the gradebook collects the students' text from it for grading by hand.
+:data:`ASSIGNMENTS` (defined in :mod:`.registry`, re-exported here) lists each assignment's exercises: the name
+the notebook defines, the check of :mod:`transformer_lib.classroom.checks` that grades it, its points and whether
+it is an optional extension; the grader, its gradebook, the nbgrader export and ``checks.check_assignment`` read
+it. The student notebooks carry the nbgrader export's cell metadata, so nbgrader can grade them too. The markdown
+cell that asks the written questions is tagged ``answer``: the gradebook collects the students' text from it for
+grading by hand.
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ _NOT_COPIED = (
 
 def _limit_to_assignments(dest: Path) -> None:
     """Make the copy's table of contents the introduction, the Assignments part and the Reference part only."""
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     toc_path = dest / "_toc.yml"
     toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))

@@ -41,12 +41,13 @@ empty temporary folder and can read and write what the grader's user can; proces
 a token in their environment and killed. In both cases it imports a read-only copy of ``transformer_lib``, whose
 hash is checked after every notebook (and which is copied again if it changed).
 
-Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that does not answer the
-interrupt within 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is killed, the
-problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up
-to their definitions, without that cell and the cells that timed out. A notebook gets at most ``--timeout`` per code
-cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A notebook that is not valid
-JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and grading goes on.
+Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
+for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
+killed, the problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the
+cells up to their definitions, without that cell and the cells that timed out. A notebook gets at most
+``--timeout`` per code cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A
+notebook that is not valid JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and
+grading goes on.
 
 What is not guarded against
 ---------------------------
@@ -231,7 +232,7 @@ def grade_notebook(
             setup = nbformat.v4.new_code_cell(
                 "import transformer_lib.classroom.checks.record  # loaded before the student's cells are timed"
             )
-            cells = [(SETUP_KEY, setup)] + [
+            cells: list[tuple[tuple[str | int, ...], Any]] = [(SETUP_KEY, setup)] + [
                 (("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1])) for i in chosen
             ]
             cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
@@ -408,7 +409,7 @@ def grade_folder(
     ``similarity.csv`` next to ``out`` and are flagged on both students' rows."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")

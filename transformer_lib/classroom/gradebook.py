@@ -480,14 +480,17 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
             lines += [f"Graded file: `{g.file_name}`", ""]
         for note in getattr(g, "notes", []):
             lines += [f"*{note}*", ""]
-        for r in g.results:
-            lines += [f"### {r.exercise}: {'PASS' if r.passed else 'FAIL'}", "", r.summary, ""]
-            if not r.passed:
-                if r.details:
-                    lines += ["```text", r.details, "```", ""]
-                if r.hints:
-                    lines += [f"**Hint:** {r.hints[0]}", ""]
-                for level, hint in enumerate(r.hints[1:], start=2):
+        for result in g.results:
+            lines += [f"### {result.exercise}: {'PASS' if result.passed else 'FAIL'}", "", result.summary, ""]
+            if not result.passed:
+                if result.parts:
+                    passed_parts = ", ".join(f"{p} {'PASS' if ok else 'FAIL'}" for p, ok in result.parts.items())
+                    lines += [f"Parts (partial credit): {passed_parts}.", ""]
+                if result.details:
+                    lines += ["```text", result.details, "```", ""]
+                if result.hints:
+                    lines += [f"**Hint:** {result.hints[0]}", ""]
+                for level, hint in enumerate(result.hints[1:], start=2):
                     lines += [f"<details><summary>Hint {level}</summary>", "", hint, "", "</details>", ""]
         if g.problems:
             lines += [

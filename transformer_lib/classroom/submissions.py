@@ -188,11 +188,11 @@ def collect_submissions(folder: str | Path, roster: dict[str, str] | None = None
             found += [Submission(student, path, aid, False, (), notes) for path, notes in entries]
             continue
         paths = _newest_first([path for path, _ in entries])
-        notes = dict(entries)[paths[0]]
+        kept = dict(entries)[paths[0]]
         if len(paths) > 1:
-            notes += (
+            kept += (
                 f"Graded {paths[0].name}, the most recently modified of {len(paths)} files for {aid}; not "
                 f"graded: {', '.join(p.name for p in paths[1:])}.",
             )
-        found.append(Submission(student, paths[0], aid, True, tuple(paths[1:]), notes))
+        found.append(Submission(student, paths[0], aid, True, tuple(paths[1:]), kept))
     return sorted(found, key=lambda s: (s.student.lower(), s.path.name))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -58,15 +59,8 @@ def _attention_cases() -> list[tuple[str, dict[str, Tensor | None]]]:
         ("causal mask", dict(q=r(2, 4, 8), k=r(2, 4, 8), v=r(2, 4, 5), mask=causal_mask(4))),
         ("heads axis", dict(q=r(2, 2, 3, 8), k=r(2, 2, 4, 8), v=r(2, 2, 4, 5), mask=pad[:, None])),
         ("batch of one, length one", dict(q=r(1, 1, 8), k=r(1, 1, 8), v=r(1, 1, 5), mask=None)),
-        (
-            "float32",
-            {n: x.float() for n, x in dict(q=r(2, 3, 8), k=r(2, 3, 8), v=r(2, 3, 4)).items()}
-            | {"mask": causal_mask(3)},
-        ),
-        (
-            "bfloat16",
-            {n: x.bfloat16() for n, x in dict(q=r(2, 3, 8), k=r(2, 4, 8), v=r(2, 4, 4)).items()} | {"mask": pad},
-        ),
+        ("float32", dict(q=r(2, 3, 8).float(), k=r(2, 3, 8).float(), v=r(2, 3, 4).float(), mask=causal_mask(3))),
+        ("bfloat16", dict(q=r(2, 3, 8).bfloat16(), k=r(2, 4, 8).bfloat16(), v=r(2, 4, 4).bfloat16(), mask=pad)),
     ]
 
 
@@ -156,7 +150,7 @@ def _judge_parts(cases: list[tuple[str, dict[str, Tensor | None]]], answers: lis
     scaling, rows, masking, returned = True, True, True, True
     scales: set[str] = set(_SCALES)  # the scales consistent with every unmasked case
     masked: list[tuple[Tensor, Tensor, Tensor, Tensor, Tensor]] = []
-    for (_, c), answer in zip(cases, answers):
+    for (_, c), answer in zip(cases, answers, strict=True):
         q, k, v, mask = c["q"], c["k"], c["v"], c["mask"]
         assert q is not None and k is not None and v is not None
         pair = _pair(answer, q, k, v)
@@ -204,8 +198,9 @@ def check_attention(attention: Callable) -> str:
     cases = _attention_cases()
     answers = _answers(attention, cases)  # every case first: the parts below are judged on all of them
     _judge_parts(cases, answers)
-    for (label, c), answer in zip(cases, answers):
+    for (label, c), answer in zip(cases, answers, strict=True):
         q, k, v, mask = c["q"], c["k"], c["v"], c["mask"]
+        assert q is not None and k is not None and v is not None  # only the mask may be None
         inputs = f"{label}: {_describe(q=q, k=k, v=v, mask=mask)}"
         if isinstance(answer, _Fail):
             raise answer
@@ -216,10 +211,11 @@ def check_attention(attention: Callable) -> str:
                 f"Input: {inputs}",
                 ("End with `return output, weights`: the weights are needed to draw attention maps.",),
             )
-        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
+        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights"), strict=True))
         ref_out, ref_w = scaled_dot_product_attention(
             q.double(), k.double(), v.double(), mask, need_weights=True, impl="eager"
         )
+        assert ref_w is not None  # need_weights=True
         T, S = q.shape[-2], k.shape[-2]
         _expect_shape(
             "The weight tensor",
@@ -243,28 +239,28 @@ def check_attention(attention: Callable) -> str:
             continue
         d = q.shape[-1]
         variants = [
-            (lambda: _attention_variant(q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
+            (partial(_attention_variant, q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
             (
-                lambda: _attention_variant(q, k, v, mask, scale=1 / d),
+                partial(_attention_variant, q, k, v, mask, scale=1 / d),
                 ("You divided by d_k; divide by √d_k (math.sqrt(d_k)).",),
             ),
             (
-                lambda: _attention_variant(q, k, v, mask, scale=math.sqrt(d)),
+                partial(_attention_variant, q, k, v, mask, scale=math.sqrt(d)),
                 ("You multiplied by √d_k; divide the scores by √d_k instead.",),
             ),
             (
-                lambda: _attention_variant(q, k, v, mask, scale=1 / math.sqrt(S)),
+                partial(_attention_variant, q, k, v, mask, scale=1 / math.sqrt(S)),
                 ("d_k is the width of the queries and keys, q.shape[-1], not the number of keys.",),
             ),
-            (lambda: _attention_variant(q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
+            (partial(_attention_variant, q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
             (
-                lambda: _attention_variant(q, k, v, mask, mask_mode="zero"),
+                partial(_attention_variant, q, k, v, mask, mask_mode="zero"),
                 ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",),
             ),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
         ]
         hints = _match({"output": out, "weights": w}, variants, q.dtype)
         if hints is None:

@@ -201,3 +201,25 @@ def test_a_kernel_that_ignores_sigint_is_told_it_ignored_the_interrupt(tmp_path)
     (problem,) = [p for p in g.problems if p.startswith(f"Cell {len(nb.cells)} ")]
     assert "ignored the interrupt (it changes how SIGINT is handled), so its kernel was killed" in problem
     assert "BaseException" not in problem and [r.passed for r in g.results] == [True]
+
+
+def test_the_filled_answers_sheet_is_merged_and_anchored_anew_with_the_key(graded_run):
+    tmp_path, graded, roster = graded_run
+    out, key_file = tmp_path / "grades", tmp_path / "teacher.key"
+    templates = ROOT / "book" / "assignments"
+    files = gradebook.write_gradebook(out / "grades.csv", graded, roster=roster, templates=templates)
+    sheets.anchor(list(files), sheets.load_key(key_file, out), out / "grades.hmac")
+    answers = gradebook.read_sheet(out / "grades_answers.csv")
+    assert {r["student"] for r in answers} == {"Ann Lee", "Ben Ode"} and all(r["points"] == "" for r in answers)
+    for r in answers:
+        r["points"] = r["max_points"] if r["student"] == "Ann Lee" else "0"  # the teacher grades them
+    (out / "grades_answers.csv").write_text(gradebook.csv_text(gradebook.ANSWER_COLUMNS, answers), encoding="utf-8")
+    assert sheets.verify(out, sheets.load_key(key_file, out)) == ["grades_answers.csv: changed since grading"]
+    argv = ["totals", str(out), "--answers", str(out / "grades_answers.csv"), "--lms", "canvas"]
+    assert grade.main([*argv, "--roster", str(tmp_path / "roster.csv"), "--key-file", str(key_file)]) == 0
+    assert sheets.verify(out, sheets.load_key(key_file, out)) == []  # the filled sheet and the new totals anchored
+    ann = next(r for r in read_csv(out / "grades_totals.csv") if r["student"] == "Ann Lee")
+    written = sum(int(r["max_points"]) for r in answers if r["student"] == "Ann Lee")
+    assert written > 0 and ann["written"] == str(written) and ann["total"] == str(17 + written)
+    canvas = {r["Student"]: r for r in read_csv(out / "grades_canvas.csv")}
+    assert canvas["Ann Lee"]["Section"] == "A" and canvas["Points Possible"]["04_masks"] == str(10 + written // 2)

@@ -124,12 +124,13 @@ def retotal(
 ) -> dict[Path, str]:
     """The totals of ``folder/<stem>.csv`` again, with the filled ``answers`` sheet's points merged; also the LMS
     file when ``lms`` is given; then the manifest and (with ``key_file``) the anchor anew. Returns ``{path:
-    sha256}`` of what was written. With a key, a sheet that changed since grading stops it before anything is
-    written."""
+    sha256}`` of what was written. With a key, a sheet other than ``answers`` that changed since grading stops it
+    before anything is written; the filled answers sheet is anchored as it is now."""
     folder = Path(folder)
     key = load_key(key_file, folder, create=False) if key_file is not None else None
-    if key is not None:
-        problems = verify(folder, key, f"{stem}.hmac")
+    if key is not None:  # the answers sheet is the one the teacher was meant to change
+        filled = _name(Path(answers), folder.resolve()) if answers is not None else None
+        problems = [p for p in verify(folder, key, f"{stem}.hmac") if p != f"{filled}: changed since grading"]
         if problems:
             raise ValueError("the sheets changed since grading, so they are not re-anchored: " + "; ".join(problems))
     per_exercise = folder / f"{stem}.csv"

@@ -2,6 +2,7 @@
 
     python -m transformer_lib.classroom.grade SUBMISSIONS_DIR --out grades.csv [--roster roster.csv]
 
+(or ``tl-grade SUBMISSIONS_DIR ...``; ``tl-grade verify`` and ``tl-grade totals`` are in :mod:`.sheets`).
 ``SUBMISSIONS_DIR`` holds one folder per student with that student's notebooks, each named after its assignment
 (as in ``book/assignments/``), or the files of an LMS bulk download (``smithjohn_123_03_attention.ipynb``), or
 both; :mod:`transformer_lib.classroom.submissions` says which file is whose and which of several is graded::
@@ -496,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         "names such as smithjohn_123_03_attention.ipynb) in its own kernel, check every exercise, and "
         "write the gradebook: a CSV per exercise, a totals CSV, a CSV of written answers, a markdown "
         "feedback file per student and a SHA-256 manifest of them all.",
+        epilog="After grading: `tl-grade totals FOLDER --answers CSV` merges the written answers' points into the "
+        "totals, `tl-grade verify FOLDER --key-file KEY` checks the sheets against their HMAC (see their --help).",
     )
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
     parser.add_argument(

@@ -103,5 +103,10 @@ def test_a_renamed_copy_is_flagged_and_honest_solutions_and_starter_code_are_not
 def test_without_the_starter_code_left_out_untouched_notebooks_would_look_copied(class_of_five):
     # the docstring and signature are shared by everyone: only removing them as boilerplate keeps eve and fay apart
     assert {(p["student_a"], p["student_b"]) for p in similarity.similar_pairs(class_of_five, None)} >= {("eve", "fay")}
+    for g in class_of_five[4:]:  # graded as what they are: the stub, not implemented
+        g.results = [CheckResult("attention", False, "not yet", error="NotImplementedError")]
+    assert ("eve", "fay") not in {
+        (p["student_a"], p["student_b"]) for p in similarity.similar_pairs(class_of_five, None)
+    }
     with pytest.raises(ValueError, match=r"threshold: expected a number in \(0, 1\], got 0"):
         similarity.similar_pairs(class_of_five, TEMPLATES, threshold=0)

@@ -6,9 +6,10 @@ grades (their last top-level definition in the notebook). `copydetect <https://p
 Pygments, replaces every variable, function and class name by one letter and every string by another (so renaming
 variables or rewording strings changes nothing), and keeps fingerprints of its k-grams. The handed-out starter
 code (signature, docstring, stub) is *boilerplate*: its fingerprints are removed, so two untouched or barely
-started notebooks never look alike. The score of a pair is the smaller of the two shares of each one's remaining
-code found in the other (1.0: each is wholly contained in the other); a pair at or above ``threshold`` is
-written to ``similarity.csv`` and flagged on both students' rows. Short exercises have few ways to be written, so
+started notebooks never look alike (and an exercise whose check found the stub still in place is not compared).
+The score of a pair is the smaller of the two shares of each one's remaining code found in the other (1.0: each
+is wholly contained in the other); a pair at or above ``threshold`` is written to ``similarity.csv`` and flagged
+on both students' rows. Short exercises have few ways to be written, so
 a flag is a reason to look, never a verdict: the teacher decides.
 """
 
@@ -92,6 +93,8 @@ def similar_pairs(
             boilerplate = list(_fingerprint(starter).hashes) if starter else None
             prints = {}
             for g in mine:
+                if any(r.exercise == ex.name and r.not_implemented for r in g.results):
+                    continue  # the stub handed out: nothing of the student's to compare
                 code = solution_code(cells[g.student], ex.names)
                 if code:
                     fp = _fingerprint(code, boilerplate)

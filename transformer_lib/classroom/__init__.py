@@ -5,7 +5,8 @@
 * ``assignments``: writes the students' versions and the teacher's copy of the book.
 * ``grade``: grades a folder of submitted notebooks (``tl-grade``), with ``results`` (what grading one notebook
   found), ``submissions`` (which file is whose: student folders, LMS bulk downloads, a roster, duplicates),
-  ``gradebook`` (the sheets, the written answers, feedback and a checksum manifest, written atomically), ``lms``
+  ``gradebook`` (the sheets, the written answers, feedback and a checksum manifest, written atomically, from
+  ``tables``, ``answers`` and ``feedback``), ``lms``
   (Moodle's and Canvas's import files), ``similarity`` (near-identical solutions, with copydetect) and ``sheets``
   (sheets anchored with the teacher's key; ``tl-grade verify`` and ``tl-grade totals``).
 * ``nbgrader_export``: the assignments as an nbgrader course folder.

@@ -28,9 +28,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from .gradebook import csv_text, read_sheet, sha256_file, totals_from_rows, write_atomic, written_points
+from .gradebook import csv_text, read_sheet, sha256_file, write_atomic
 from .lms import LMS_FORMATS, lms_csv
 from .submissions import roster_rows
+from .tables import totals_from_rows, written_points
 
 __all__ = ["load_key", "anchor", "verify", "retotal", "main"]
 

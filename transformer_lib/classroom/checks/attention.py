@@ -238,7 +238,7 @@ def check_attention(attention: Callable) -> str:
         if _close(out, ref_out, q.dtype) and _close(w, ref_w, q.dtype):
             continue
         d = q.shape[-1]
-        variants = [
+        variants: list[tuple[Callable[[], dict], tuple[str, ...]]] = [
             (partial(_attention_variant, q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
             (
                 partial(_attention_variant, q, k, v, mask, scale=1 / d),

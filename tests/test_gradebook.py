@@ -439,6 +439,7 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
         ("Points Possible", "", "10"),
         ("John Smith", "123", "7"),
     ]
+    assert f"Anchored every file with {tmp_path / 'teacher.key'} in {tmp_path / 'out' / 'grades.hmac'}" in printed
     assert grade.main(["verify", str(tmp_path / "out"), "--key-file", str(tmp_path / "teacher.key")]) == 0
     # the fixtures' buggy notebook is the solution without ÷√d_k: a copy but for one line, and flagged as such
     (pair,) = read_csv(tmp_path / "out" / "similarity.csv")

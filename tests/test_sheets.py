@@ -141,6 +141,9 @@ def test_the_totals_import_into_moodle_and_canvas(graded_run):
         ValueError, match=r"lms: moodle matches students by email; the roster gives no email for Ann Lee"
     ):
         lms.lms_csv("moodle", columns, [dict(table[0], email=""), *table[1:]])
+    nobody = [dict(row, lms_id="") for row in table]  # no one the LMS could match: a header and a Points Possible row
+    text = lms.lms_csv("canvas", columns, nobody, skip_unmatched=True)
+    assert [r["Student"] for r in csv.DictReader(io.StringIO(text))] == ["Points Possible"]
     with pytest.raises(ValueError, match=r"lms: expected one of moodle, canvas, got 'blackboard'"):
         lms.lms_csv("blackboard", columns, table)
 

@@ -611,6 +611,12 @@ def main(argv: list[str] | None = None) -> int:
         if path.suffix == ".csv":
             print(f"sha256 {written[path]}  {path}")
     manifest = args.out.with_suffix(".sha256")
+    if args.key_file is not None:
+        anchor = args.out.with_suffix(".hmac")
+        print(
+            f"Anchored every file with {args.key_file} in {anchor}; check with "
+            f"`tl-grade verify {anchor.parent} --key-file {args.key_file}`."
+        )
     print(
         f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
         f"`sha256sum -c {manifest.name}` in {manifest.parent})"

@@ -57,6 +57,7 @@ def lms_csv(
             f"lms: {kind} matches students by {key}; the roster gives no {key} for {', '.join(missing)} "
             f"(add {need} for each to the roster's {key!r} column)"
         )
+    possible = {a: table[0][f"{a}_max"] for a in assignments} if table else None  # the same for every row
     table = [row for row in table if row["student"] not in missing]
     rows: list[dict[str, Any]] = []
     if kind == "moodle":
@@ -73,7 +74,8 @@ def lms_csv(
             )
     else:
         header = [*CANVAS_COLUMNS, *assignments]
-        rows.append({"Student": "Points Possible", **{a: table[0][f"{a}_max"] for a in assignments}} if table else {})
+        if possible is not None:
+            rows.append({"Student": "Points Possible", **possible})
         for row in table:
             mine = extra.get(row["student"], {})
             rows.append(

@@ -165,7 +165,7 @@ def _float(value: Any, what: str) -> float:
 def written_points(
     rows: Iterable[dict[str, Any]], where: str = "answers"
 ) -> dict[tuple[str, str], tuple[float, float]]:
-    """``{(student, assignment): (points, max_points)}`` from a filled answers sheet (:data:`ANSWER_COLUMNS`);
+    """``{(student, assignment): (points, max_points)}`` from a filled answers sheet (:data:`.answers.ANSWER_COLUMNS`);
     rows whose ``points`` is still empty count 0. A point outside 0..max_points is an error that names the row."""
     found: dict[tuple[str, str], tuple[float, float]] = {}
     for number, row in enumerate(rows, start=2):

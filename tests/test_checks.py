@@ -344,6 +344,50 @@ def test_wrong_attention(fn, phrases):
     assert_fails_with(checks.check_attention(fn), *phrases)
 
 
+@pytest.mark.parametrize(
+    "fn, failed, points",
+    [
+        (_attn(), set(), 10),
+        (_attn(scale=lambda d: 1.0), {"scaling"}, 7),  # no ÷√d_k: the softmax and the mask are still right
+        (_attn(scale=lambda d: 1 / d), {"scaling"}, 7),
+        (_attn(mask_mode="invert"), {"masking"}, 7),
+        (_attn(mask_mode="ignore"), {"masking"}, 7),
+        (_attn(mask_mode="zero"), {"masking"}, 7),
+        (_attn(mask_mode="ignore", late_fill=0.0), {"masking"}, 7),
+        (
+            lambda q, k, v, mask=None: (_attn()(q, k, v, mask)[1] @ v * 2, _attn()(q, k, v, mask)[1]),
+            {"returned weights"},
+            8,
+        ),
+        (_attn(dim=-2), {"scaling", "softmax rows", "masking", "returned weights"}, 0),
+        (_attn(weights_only=True), {"scaling", "softmax rows", "masking", "returned weights"}, 0),
+        (
+            lambda q, k, v, mask=None: (v[..., :1, :].expand(*q.shape[:-1], v.shape[-1]), None),
+            {"scaling", "softmax rows", "masking", "returned weights"},
+            0,
+        ),
+    ],
+)
+def test_attention_earns_partial_credit_per_part(fn, failed, points):
+    """Assignment 3's 10 points are split over four parts of its check; each wrong implementation loses exactly the
+    parts it gets wrong, and still gets the hint that names its mistake."""
+    exercise = ASSIGNMENTS["03_attention"].exercise("attention")
+    result = checks.check_attention(fn)
+    assert set(result.parts) == {"scaling", "softmax rows", "masking", "returned weights"}
+    assert {p for p, ok in result.parts.items() if not ok} == failed, result.parts
+    assert result.passed == (not failed) and exercise.earned(result) == points
+
+
+def test_partial_credit_needs_parts_that_add_up():
+    from transformer_lib.classroom.registry import Exercise
+
+    with pytest.raises(ValueError, match=r"parts: expected \(name, points > 0\) pairs whose points add up to 10"):
+        Exercise(("f",), "check_f", points=10, parts=(("a", 3), ("b", 3)))
+    stub = checks.check_attention(lambda q, k, v, mask=None: (_ for _ in ()).throw(NotImplementedError()))
+    assert stub.not_implemented and not any(stub.parts.values())  # a stub earns nothing
+    assert ASSIGNMENTS["03_attention"].exercise("attention").earned(stub) == 0
+
+
 def test_a_float32_square_root_is_not_a_mistake():
     def attention(q, k, v, mask=None):  # √d_k as a float32 tensor: off by ~1e-8 from math.sqrt in float64
         scores = q @ k.transpose(-2, -1) / torch.sqrt(torch.tensor(q.shape[-1], dtype=torch.float32))
@@ -389,15 +433,18 @@ def test_wrong_padding_masks(fn, phrases):
 @pytest.mark.parametrize(
     "fn, phrases",
     [
-        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["looks inverted"]),
-        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["looks inverted"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["True where attention is blocked", "~mask"]),
+        (lambda n: ~torch.ones(n, n, dtype=torch.bool).tril(), ["True where attention is blocked", "triu(diagonal=1)"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["the positions after it", ".tril()"]),
         (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), ["causal mask is off by one", "keep the diagonal"]),
         (lambda n: torch.ones(n, n, dtype=torch.bool).tril(1), ["causal mask is off by one", "one future token"]),
         (lambda n: torch.ones(n, n).tril(), ["boolean"]),
     ],
 )
 def test_wrong_causal_masks(fn, phrases):
-    assert_fails_with(checks.check_causal_mask(fn), *phrases)
+    result = checks.check_causal_mask(fn)
+    assert_fails_with(result, *phrases)
+    assert "inverted" not in str(result) + " ".join(result.hints)  # a triu mask is a "blocked" mask or the future
 
 
 @pytest.mark.parametrize(
@@ -658,7 +705,11 @@ def _beam(
             log_probs = model.lm_head(h[:, -1]).log_softmax(-1)
             step = log_probs.exp() if probabilities else log_probs
             candidates = sorted(
-                ((score + x, seq + [t]) for (seq, score), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+                (
+                    (score + x, seq + [t])
+                    for (seq, score), row in zip(beams, step.tolist(), strict=True)
+                    for t, x in enumerate(row)
+                ),
                 reverse=True,
             )
             beams = []

@@ -2,6 +2,7 @@
 
     python -m transformer_lib.classroom.grade SUBMISSIONS_DIR --out grades.csv [--roster roster.csv]
 
+(or ``tl-grade SUBMISSIONS_DIR ...``; ``tl-grade verify`` and ``tl-grade totals`` are in :mod:`.sheets`).
 ``SUBMISSIONS_DIR`` holds one folder per student with that student's notebooks, each named after its assignment
 (as in ``book/assignments/``), or the files of an LMS bulk download (``smithjohn_123_03_attention.ipynb``), or
 both; :mod:`transformer_lib.classroom.submissions` says which file is whose and which of several is graded::
@@ -41,12 +42,13 @@ empty temporary folder and can read and write what the grader's user can; proces
 a token in their environment and killed. In both cases it imports a read-only copy of ``transformer_lib``, whose
 hash is checked after every notebook (and which is copied again if it changed).
 
-Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that does not answer the
-interrupt within 5 s (a loop that catches ``BaseException``), or that dies (``os._exit``, a crash), is killed, the
-problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up
-to their definitions, without that cell and the cells that timed out. A notebook gets at most ``--timeout`` per code
-cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A notebook that is not valid
-JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and grading goes on.
+Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
+for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
+killed, the problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the
+cells up to their definitions, without that cell and the cells that timed out. A notebook gets at most
+``--timeout`` per code cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A
+notebook that is not valid JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and
+grading goes on.
 
 What is not guarded against
 ---------------------------
@@ -66,21 +68,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import integrity
-from .assignments import ASSIGNMENTS, Exercise
+from . import integrity, sheets
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
-from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
+from .gradebook import csv_text, feedback_markdown, sha256_file, totals_table, write_csv, write_gradebook
 from .kernels import GRACE, SETUP_KEY, error_of, run_cells
+from .lms import lms_csv, unmatched
+from .registry import ASSIGNMENTS, Exercise
+from .results import GradedNotebook
 from .sandbox import LibraryCopy, Sandbox
-from .submissions import assignment_for, collect_submissions, read_roster
+from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
+from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
 
 __all__ = [
     "GradedNotebook",
@@ -94,43 +99,6 @@ __all__ = [
 
 _LIBRARY = Path(__file__).resolve().parents[1]  # this transformer_lib: kernels import a read-only copy of it
 _LIBRARY_PARENT = str(_LIBRARY.parent)  # the repository it sits in (its book/assignments)
-
-
-@dataclass
-class GradedNotebook:
-    """What grading one notebook found: a result per exercise, and the problems met while running it."""
-
-    student: str
-    assignment: str
-    path: Path
-    results: list[CheckResult] = field(default_factory=list)  # each with its flags (CheckResult.flags)
-    problems: list[str] = field(default_factory=list)
-    file_name: str = ""  # as found in the submissions folder, e.g. "alice/03_attention (1).ipynb"
-    sha256: str = ""  # of the file's bytes before grading
-    notes: list[str] = field(default_factory=list)  # for the teacher: duplicates not graded, roster, late
-    seconds: float = 0.0  # how long grading it took, kernels and replays included
-
-    def rows(self) -> list[dict[str, Any]]:
-        if not self.results:  # unknown assignment: one row that says so
-            return [
-                {
-                    "student": self.student,
-                    "assignment": self.assignment,
-                    "exercise": "-",
-                    "passed": 0,
-                    "message": "; ".join(self.problems),
-                }
-            ]
-        return [
-            {
-                "student": self.student,
-                "assignment": self.assignment,
-                "exercise": r.exercise,
-                "passed": int(r.passed),
-                "message": r.message,
-            }
-            for r in self.results
-        ]
 
 
 def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -> list[tuple[str, Path]]:
@@ -265,7 +233,7 @@ def grade_notebook(
             setup = nbformat.v4.new_code_cell(
                 "import transformer_lib.classroom.checks.record  # loaded before the student's cells are timed"
             )
-            cells = [(SETUP_KEY, setup)] + [
+            cells: list[tuple[tuple[str | int, ...], Any]] = [(SETUP_KEY, setup)] + [
                 (("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1])) for i in chosen
             ]
             cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
@@ -317,9 +285,10 @@ def grade_notebook(
                     stop = True
                 elif key[0] == "cell":
                     left_out.add(key[1])
+                    source = next((src for n, src in code if n == key[1]), "")
                     what = (
-                        f"did not finish within {cell_timeout:g} s and did not answer the interrupt (does it "
-                        "catch BaseException?), so its kernel was killed"
+                        f"did not finish within {cell_timeout:g} s and ignored the interrupt{_why_hung(source)}, "
+                        "so its kernel was killed"
                         if how == "hung"
                         else "stopped the kernel (os._exit, a crash, running out of memory?)"
                     )
@@ -337,8 +306,8 @@ def grade_notebook(
                             if how == "hung"
                             else "stopped the kernel (os._exit, a crash, running out of memory?)."
                         ),
-                        "Run the check cell in your notebook: your function must return within the time limit and "
-                        "must not catch BaseException or KeyboardInterrupt.",
+                        "Run the check cell in your notebook: your function must return within the time limit, and "
+                        "must neither catch KeyboardInterrupt (or BaseException) nor ignore SIGINT.",
                         "TimeoutError" if how == "hung" else "KernelDied",
                     )
             else:
@@ -364,6 +333,15 @@ def grade_notebook(
     graded.problems = [errors[n] for n in sorted(errors)] + notes
     graded.seconds = time.monotonic() - started
     return graded
+
+
+def _why_hung(source: str) -> str:
+    """Why a cell may have ignored the interrupt, as its source shows it (the grader only sees that it did)."""
+    if re.search(r"\bSIGINT\b|\bsigmask\b|\bSIG_IGN\b", source):
+        return " (it changes how SIGINT is handled)"
+    if re.search(r"except\s*(\(|:|BaseException|KeyboardInterrupt)", source):
+        return " (it catches KeyboardInterrupt, a bare except or BaseException)"
+    return ""
 
 
 def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckResult:
@@ -416,26 +394,37 @@ def grade_folder(
     answers: str | Path | None = None,
     templates: str | Path | None = None,
     written: dict[Path, str] | None = None,
+    lms: str | None = None,
+    key_file: str | Path | None = None,
+    similarity_threshold: float = DEFAULT_THRESHOLD,
 ) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
     feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
     ``templates`` is the folder of the handed-out notebooks, default ``book/assignments``). ``jobs`` notebooks
     run at once, each in its own kernel. Returns what was graded, sorted by student and file; ``written``, if
-    given, receives ``{path: sha256}`` of the files written."""
+    given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"`` or ``"canvas"``) also writes
+    ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
+    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
+    Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
+    ``similarity.csv`` next to ``out`` and are flagged on both students' rows."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
+    if isinstance(similarity_threshold, bool) or not 0 < similarity_threshold <= 1:
+        raise ValueError(f"similarity_threshold: expected a number in (0, 1], got {similarity_threshold!r}")
+    key = sheets.load_key(key_file, Path(out).parent) if key_file is not None else None  # before hours of grading
+    roster_table = roster_rows(roster) if roster is not None else None
     submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
     if not submissions:
         raise FileNotFoundError(
             f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}"
         )
     digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
-    graded: list[GradedNotebook | None] = [None] * len(submissions)
+    graded_at: dict[int, GradedNotebook] = {}
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
     hide = [folder, out.parent, feedback_dir]  # kernels see none of these (see transformer_lib.classroom.sandbox)
@@ -460,26 +449,56 @@ def grade_folder(
         }
         for future in as_completed(futures):
             i = futures[future]
-            graded[i] = future.result()
+            graded_at[i] = future.result()
             bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
             bar.update()
-    for g, s, digest in zip(graded, submissions, digests):
+    graded = [graded_at[i] for i in range(len(submissions))]
+    for g, s, digest in zip(graded, submissions, digests, strict=True):
         g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
     templates = templates if templates is not None else _default_templates()
-    files = write_gradebook(out, graded, feedback_dir=feedback_dir, totals=totals, answers=answers, templates=templates)
+    pairs = similar_pairs(graded, templates, similarity_threshold)
+    flag_similar(graded, pairs)
+    extra = {out.with_name("similarity.csv"): csv_text(SIMILARITY_COLUMNS, pairs)}
+    if lms is not None:
+        columns, table = totals_table(graded, roster_table)
+        extra[out.with_name(f"{out.stem}_{lms}.csv")] = lms_csv(lms, columns, table, roster_table, skip_unmatched=True)
+        if unmatched(lms, table):
+            print(
+                f"Left out of {out.stem}_{lms}.csv, for want of an {'e-mail' if lms == 'moodle' else 'lms_id'} in "
+                f"the roster: {', '.join(unmatched(lms, table))}.",
+                file=sys.stderr,
+            )
+    files = write_gradebook(
+        out,
+        graded,
+        feedback_dir=feedback_dir,
+        totals=totals,
+        answers=answers,
+        templates=templates,
+        roster=roster_table,
+        extra=extra,
+    )
+    if key is not None:
+        hmac_path = out.with_suffix(".hmac")
+        files[hmac_path] = sheets.anchor(list(files), key, hmac_path)
     if written is not None:
         written.update(files)
     return graded
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["verify"], ["totals"]):  # tl-grade verify ..., tl-grade totals ...
+        return sheets.main(argv)
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.classroom.grade",
         description="Run each submitted notebook (SUBMISSIONS_DIR/<student>/<assignment>.ipynb, or LMS bulk-download "
         "names such as smithjohn_123_03_attention.ipynb) in its own kernel, check every exercise, and "
         "write the gradebook: a CSV per exercise, a totals CSV, a CSV of written answers, a markdown "
         "feedback file per student and a SHA-256 manifest of them all.",
+        epilog="After grading: `tl-grade totals FOLDER --answers CSV` merges the written answers' points into the "
+        "totals, `tl-grade verify FOLDER --key-file KEY` checks the sheets against their HMAC (see their --help).",
     )
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
     parser.add_argument(
@@ -541,6 +560,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--similarity",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="SCORE",
+        help="flag pairs whose solution code is at least this similar, 0..1 (default: %(default)s; similarity.csv)",
+    )
+    parser.add_argument(
+        "--lms", choices=("moodle", "canvas"), help="also write <out>_<lms>.csv in that LMS's grade-import format"
+    )
+    parser.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="KEY",
+        help="anchor the sheets with an HMAC keyed by this file (created if missing; keep it outside --out's "
+        "folder); check them later with `tl-grade verify FOLDER --key-file KEY`",
+    )
     args = parser.parse_args(argv)
     written: dict[Path, str] = {}
     try:
@@ -558,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
             answers=args.answers,
             templates=args.templates,
             written=written,
+            lms=args.lms,
+            key_file=args.key_file,
+            similarity_threshold=args.similarity,
         )
     except (FileNotFoundError, NotADirectoryError, ValueError) as e:
         print(e, file=sys.stderr)
@@ -568,10 +607,16 @@ def main(argv: list[str] | None = None) -> int:
         f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
         f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}."
     )
-    *sheets, manifest = written
-    for path in sheets:
+    for path in written:
         if path.suffix == ".csv":
             print(f"sha256 {written[path]}  {path}")
+    manifest = args.out.with_suffix(".sha256")
+    if args.key_file is not None:
+        anchor = args.out.with_suffix(".hmac")
+        print(
+            f"Anchored every file with {args.key_file} in {anchor}; check with "
+            f"`tl-grade verify {anchor.parent} --key-file {args.key_file}`."
+        )
     print(
         f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
         f"`sha256sum -c {manifest.name}` in {manifest.parent})"

@@ -279,7 +279,7 @@ def test_chapter_7_on_the_built_site(browser, library) -> None:  # noqa: F811
 
 
 def test_irregular_input_is_read_as_python_reads_it(visit, library) -> None:
-    """Capitals, punctuation and odd spacing: the page's normalizeSentence is data.normalize_sentence, token for token."""
+    """Capitals, punctuation, odd spacing: the page's normalizeSentence is data.normalize_sentence, token for token."""
     model, corpus = library
     page = visit.page
     for text in [

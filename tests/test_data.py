@@ -164,7 +164,7 @@ def test_encode_pairs_uses_each_sides_tokenizer():
     tgt_tok = WordTokenizer.train([t for _, t in pairs])
     encoded = encode_pairs(pairs, src_tok, tgt_tok)
     assert len(encoded) == 50
-    for (src, tgt), (src_ids, tgt_ids) in zip(pairs, encoded):
+    for (src, tgt), (src_ids, tgt_ids) in zip(pairs, encoded, strict=True):
         assert src_tok.decode(src_ids) == src and tgt_tok.decode(tgt_ids) == tgt
         assert UNK_ID not in src_ids + tgt_ids
 

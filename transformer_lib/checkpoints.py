@@ -27,6 +27,13 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be loaded: missing, corrupted, or not matching its config."""
 
 
+def _config_of(model: nn.Module) -> TransformerConfig:
+    config = getattr(model, "config", None)
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"model: expected a model with a TransformerConfig as .config, got {type(model).__name__}")
+    return config
+
+
 def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = None) -> Path:
     """Write ``model``'s weights and config to ``path`` (a .safetensors file). ``extra`` is stored as JSON
     metadata (e.g. the training command, scores). Tied weights are stored once."""
@@ -43,7 +50,7 @@ def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = 
     meta = {
         "format": _FORMAT,
         "model": name,
-        "config": json.dumps(model.config.to_dict()),
+        "config": json.dumps(_config_of(model).to_dict()),
         "extra": json.dumps(extra or {}),
     }
     if isinstance(model, EncoderOnlyModel):

@@ -21,9 +21,9 @@ import dataclasses
 import functools
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
@@ -48,7 +48,8 @@ __all__ = [
 
 N_SPECIAL = 4  # ids 0..3 are PAD, BOS, EOS, UNK; task symbols start after them
 
-TASKS = ("copy", "reverse", "sort")
+TaskName = Literal["copy", "reverse", "sort"]
+TASKS: tuple[TaskName, ...] = get_args(TaskName)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -61,7 +62,7 @@ def task_vocab_size(n_symbols: int) -> int:
 
 
 def make_task(
-    name: Literal["copy", "reverse", "sort"],
+    name: TaskName,
     n_examples: int,
     *,
     min_len: int = 2,
@@ -83,7 +84,8 @@ def make_task(
     if min_len > max_len:
         raise ValueError(f"min_len: expected a value <= max_len ({max_len}), got {min_len}")
     rng = random.Random(seed)
-    rule = {"copy": list, "reverse": lambda s: s[::-1], "sort": sorted}[name]
+    rules: dict[str, Callable[[list[int]], list[int]]] = {"copy": list, "reverse": lambda s: s[::-1], "sort": sorted}
+    rule = rules[name]
     pairs = []
     for _ in range(n_examples):
         src = [N_SPECIAL + rng.randrange(n_symbols) for _ in range(rng.randint(min_len, max_len))]
@@ -197,7 +199,10 @@ def _noun_phrase(words: list[str], i: int) -> tuple[list[str], list[tuple[int, i
         raise ValueError(f"sentence: expected a {required} noun after {det!r}, got {words[j]!r}")
     plural = number == "pl"
     fem = gender == "f"
-    out = [pl if plural else (f_sg if fem else m_sg), fr_pl if plural else fr_sg]
+    det_form = pl if plural else (f_sg if fem else m_sg)
+    if det_form is None:  # DETERMINERS has no form for this gender and number
+        raise ValueError(f"sentence: {det!r} has no {'plural' if plural else gender} form, before {words[j]!r}")
+    out = [det_form, fr_pl if plural else fr_sg]
     links = [(i, 0), (j, 1)]
     for k in range(i + 1, j):  # each adjective moves behind the noun and agrees with it (gender, then -s)
         form = _ADJ[words[k]][2 if fem else 1]
@@ -322,7 +327,10 @@ def train_test_split(pairs: Sequence[tuple], test_fraction: float = 0.1, seed: i
     """
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction: expected a value in (0, 1), got {test_fraction!r}")
-    key = lambda pair: tuple(pair[0]) if isinstance(pair[0], list) else pair[0]  # lists are unhashable
+
+    def key(pair):
+        return tuple(pair[0]) if isinstance(pair[0], list) else pair[0]  # lists are unhashable
+
     sources = list(dict.fromkeys(key(p) for p in pairs))
     if len(sources) < 2:
         raise ValueError(f"pairs: expected at least 2 distinct sources to split, got {len(sources)}")

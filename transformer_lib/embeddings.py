@@ -91,6 +91,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         x: (B, T, C) -> output: (B, T, C); ``offset`` shifts positions (used by the KV cache when decoding).
     """
 
+    pe: Tensor  # (max_len, C), a buffer: follows .to(device) but is not saved
+
     def __init__(self, d_model: int, max_len: int = 5000) -> None:
         super().__init__()
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)

@@ -61,4 +61,4 @@ def decoder_mask(ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
         ids: (B, T) -> output: (B, 1, T, T) bool
     """
     check_tensor("ids", ids, ndim=2, dtype="int")
-    return combine_masks(causal_mask(ids.shape[1], ids.device), padding_mask(ids, pad_id))  # (B, 1, T, T)
+    return causal_mask(ids.shape[1], ids.device) & padding_mask(ids, pad_id)  # combine_masks of the two: (B, 1, T, T)

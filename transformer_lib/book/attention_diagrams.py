@@ -256,7 +256,7 @@ def projection_diagram(
         Box("out", f"{_shape(qkv)}: chunk into three", 0, 1.95, 3.4, 0.5, ORANGE),
     ]
     arrows = [("x", "qkv"), ("qkv", "out")]
-    for i, (name, part, head) in enumerate(zip("QKV", parts, heads)):
+    for i, (name, part, head) in enumerate(zip("QKV", parts, heads, strict=True)):
         x_pos = (i - 1) * 1.7
         boxes += [
             Box(

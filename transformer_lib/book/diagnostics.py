@@ -204,7 +204,7 @@ def heads_one_by_one(
         rows = [slice(part * C + i * D, part * C + (i + 1) * D) for part in range(3)]  # head i's rows of Q, K, V
         q, k, v = (
             F.linear(x, W[r], None if b is None else b[r])[:, None]  # (B, 1, T or S, D)
-            for x, r in zip((query, key, value), rows)
+            for x, r in zip((query, key, value), rows, strict=True)
         )
         m = mask[:, i : i + 1] if mask is not None and mask.dim() == 4 and mask.shape[1] > 1 else mask
         out, _ = scaled_dot_product_attention(q, k, v, m, impl="eager")  # (B, 1, T, D)

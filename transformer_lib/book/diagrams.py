@@ -190,7 +190,9 @@ def block_diagram(
                 font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None),
             )
     for points, label in paths:
-        for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1]):  # every segment but the last: a plain line
+        for (x0, y0), (x1, y1) in zip(
+            points[:-2], points[1:-1], strict=False
+        ):  # every segment but the last: a plain line
             fig.add_shape(type="line", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5))
         (x0, y0), (x1, y1) = points[-2:]
         fig.add_annotation(
@@ -410,7 +412,7 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
             font_size=11,
         )
     )
-    return boxes, list(zip(names, names[1:]))
+    return boxes, list(zip(names, names[1:], strict=False))
 
 
 def transformer_diagram(
@@ -459,7 +461,7 @@ def transformer_diagram(
         ]
         layer_boxes, arrows = _stack_boxes(stack, side, x, y + 2.8, w, colors)
         names = [b.name for b in boxes] + [arrows[0][0]]
-        return boxes + layer_boxes, list(zip(names, names[1:])) + arrows
+        return boxes + layer_boxes, list(zip(names, names[1:], strict=False)) + arrows
 
     dec, dec_arrows = column(model.tgt_embed, model.decoder, "dec", xd, 0.0)
     cross = next((b for b in dec if b.name == "dec_cross_attention"), None)

@@ -152,7 +152,7 @@ def kv_cache_diagram(
         for layer, shape in enumerate(step["self"]):
             length = shape[2]
             base = layer * row_h
-            for row, (kind, y) in enumerate((("K", base + 1.05), ("V", base + 0.65))):
+            for kind, y in (("K", base + 1.05), ("V", base + 0.65)):
                 for i in range(length):
                     new = i >= length - step["new"]
                     fig.add_shape(

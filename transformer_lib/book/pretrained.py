@@ -176,7 +176,8 @@ class SentenceEncoder:
     """A pretrained encoder with its tokenizer: text in, tokens / attention maps / sentence vectors out.
 
     Built by :func:`load_minilm`. ``model`` is our :class:`EncoderOnlyModel`, ``tokenizer`` our
-    :class:`~transformer_lib.tokenization.wordpiece.WordPieceTokenizer`; inputs longer than ``max_seq_length`` tokens are cut.
+    :class:`~transformer_lib.tokenization.wordpiece.WordPieceTokenizer`; inputs longer than ``max_seq_length``
+    tokens are cut.
     """
 
     model: EncoderOnlyModel

@@ -131,7 +131,9 @@ class TimingResult:
     def slope(self, kind: str, min_len: int = 1) -> float:
         """Least-squares slope of log(seconds) against log(length) over lengths >= ``min_len``: 1 = linear."""
         check_choice("kind", kind, list(self.seconds))
-        pts = [(math.log(n), math.log(s)) for n, s in zip(self.seq_lens, self.seconds[kind]) if n >= min_len]
+        pts = [
+            (math.log(n), math.log(s)) for n, s in zip(self.seq_lens, self.seconds[kind], strict=True) if n >= min_len
+        ]
         if len(pts) < 2:
             raise ValueError(f"min_len: expected at least 2 lengths >= min_len, got {len(pts)} (min_len={min_len})")
         mx, my = statistics.fmean(p[0] for p in pts), statistics.fmean(p[1] for p in pts)

@@ -49,7 +49,8 @@ class PlotlyMystNbRenderer:
             f"    var config = Object.assign({{responsive: true, displaylogo: false}}, fig.config || {{}});\n"
             f"    if (window.tlPlotlyPrepare) {{ window.tlPlotlyPrepare(fig, el); }}\n"  # phones: plotly-theme.js
             f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
-            f"config: config}}).then(function () {{ if (window.tlPlotlyTheme) {{ window.tlPlotlyTheme(el); }} }});\n  }}\n"
+            f"config: config}}).then(function () {{ if (window.tlPlotlyTheme) {{ window.tlPlotlyTheme(el); }} }});"
+            f"\n  }}\n"
             f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
             f" else {{ draw(); }}\n}})();\n</script>"
         )

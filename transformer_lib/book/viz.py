@@ -636,8 +636,8 @@ def training_curves(
 
     if backend == "matplotlib":
         fig, axes = mpl_figure(len(panels), 1, size=(6.5, 2.4 * len(panels) + 0.6))
-        for ax, (quantity, members) in zip(axes[:, 0], panels.items()):
-            for i, k in enumerate(members):
+        for ax, (quantity, members) in zip(axes[:, 0], panels.items(), strict=True):
+            for k in members:
                 ax.plot(xs(k), source[k], label=k, color=COLORS[names.index(k) % len(COLORS)])
             ax.set(ylabel=quantity, yscale="log" if log_y else "linear")
             ax.legend()

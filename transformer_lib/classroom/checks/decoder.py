@@ -369,7 +369,7 @@ def _beam_variant(
         logp = model.lm_head(h[:, -1]).log_softmax(-1)  # (K, V)
         step = logp.exp() if score == "prob" else logp
         cands = sorted(
-            ((s + x, seq + [t]) for (seq, s), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+            ((s + x, seq + [t]) for (seq, s), row in zip(beams, step.tolist(), strict=True) for t, x in enumerate(row)),
             key=lambda c: -c[0],
         )
         beams = []
@@ -435,7 +435,7 @@ _BEAM_MISTAKES = [  # (keyword arguments of _beam_variant, hints), tried in this
 
 
 def _penalised(log_prob: float, tokens: list[int], length_penalty: float) -> float:
-    """A hypothesis's score as tl.beam_search ranks it: log P / ((5 + n) / 6) ** length_penalty, n tokens after <bos>."""
+    """The score tl.beam_search ranks a hypothesis by: log P / ((5 + n) / 6) ** length_penalty, n tokens after <bos>."""
     return log_prob / ((5 + len(tokens) - 1) / 6) ** length_penalty
 
 

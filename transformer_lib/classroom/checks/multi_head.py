@@ -199,7 +199,7 @@ def check_multi_head_attention(cls: Callable) -> str:
                 f"Input: {inputs}",
                 ("End forward with `return self.w_o(merged), weights`.",),
             )
-        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
+        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights"), strict=True))
         with _fixed_seed(0):
             ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
         with torch.no_grad():

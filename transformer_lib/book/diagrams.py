@@ -90,7 +90,7 @@ def _points(a: Box, b: Box, route: str, lane: float = 0.15) -> list[tuple[float,
     if route in ("left", "right"):  # a bypass: out of a's side, along a lane beside both boxes, into b's side
         side = -1 if route == "left" else 1
         edge_a, edge_b = a.x + side * a.width / 2, b.x + side * b.width / 2
-        x = (min if side < 0 else max)(edge_a, edge_b) + side * lane
+        x = min(edge_a, edge_b) - lane if side < 0 else max(edge_a, edge_b) + lane
         return [(edge_a, a.y), (x, a.y), (x, b.y), (edge_b, b.y)]
     if route == "vh":
         return [(a.x, a.y + up * a.height / 2), (a.x, b.y), (b.x - right * b.width / 2, b.y)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal, overload
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -61,6 +62,14 @@ def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = 
     return path
 
 
+@overload
+def load_checkpoint(
+    path: str | Path, device: torch.device | str | None = None, *, with_extra: Literal[False] = False
+) -> nn.Module: ...
+@overload
+def load_checkpoint(
+    path: str | Path, device: torch.device | str | None = None, *, with_extra: Literal[True]
+) -> tuple[nn.Module, dict]: ...
 def load_checkpoint(
     path: str | Path, device: torch.device | str | None = None, *, with_extra: bool = False
 ) -> nn.Module | tuple[nn.Module, dict]:

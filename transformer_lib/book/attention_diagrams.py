@@ -113,7 +113,7 @@ def scaled_dot_product_diagram(
             hover="each query's output: a weighted average of the value rows",
         ),
     ]
-    arrows = [
+    arrows: list[tuple[str, ...] | Arrow] = [
         ("q", "matmul"),
         ("k", "matmul"),
         ("matmul", "scale", "(T, S)"),
@@ -276,7 +276,7 @@ def projection_diagram(
         ),
         Box("out", f"{_shape(qkv)}: chunk into three", 0, 1.95, 3.4, 0.5, ORANGE),
     ]
-    arrows = [("x", "qkv"), ("qkv", "out")]
+    arrows: list[tuple[str, ...] | Arrow] = [("x", "qkv"), ("qkv", "out")]
     for i, (name, part, head) in enumerate(zip("QKV", parts, heads, strict=True)):
         x_pos = (i - 1) * 1.7
         boxes += [

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 import torch
-from torch import nn
 
-from ..embeddings import SinusoidalPositionalEncoding
+from ..embeddings import InputEmbedding, SinusoidalPositionalEncoding
+from ..layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .style import COLORS, check_backend, mpl_figure
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ def layout_diagram(
     if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
         spaces = [i for i, c in enumerate(title) if c == " "]
         if spaces:
-            cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+            middle = len(title) / 2
+            cut = min(spaces, key=lambda i: abs(i - middle))
             title, lines = title[:cut] + "<br>" + title[cut + 1 :], 2
     fig.update_xaxes(visible=False, range=list(x_range), fixedrange=True)
     fig.update_yaxes(visible=False, range=list(y_range), fixedrange=True)
@@ -155,8 +156,8 @@ def block_diagram(
     by_name = {b.name: b for b in boxes}
     if len(by_name) != len(boxes):
         raise ValueError("boxes: every Box needs a unique name")
-    arrows = [_as_arrow(a, by_name) for a in arrows]
-    paths = [(_points(by_name[a.src], by_name[a.dst], a.route, a.lane), a.label, a.name) for a in arrows]
+    resolved = [_as_arrow(a, by_name) for a in arrows]
+    paths = [(_points(by_name[a.src], by_name[a.dst], a.route, a.lane), a.label, a.name) for a in resolved]
     xs = [v for b in boxes for v in (b.x - b.width / 2, b.x + b.width / 2)]
     ys = [v for b in boxes for v in (b.y - b.height / 2, b.y + b.height / 2)]
     x_range, y_range = (min(xs) - 0.2, max(xs) + 0.2), (min(ys) - 0.2, max(ys) + 0.2)
@@ -316,7 +317,7 @@ def _highlight_set(highlight: str | Iterable[str] | None) -> set[str] | None:
     return parts
 
 
-def _embedding_labels(embed: nn.Module) -> tuple[str, str, str]:
+def _embedding_labels(embed: InputEmbedding) -> tuple[str, str, str]:
     vocab, width = embed.token.weight.shape
     scale = " × √d_model" if embed.token.scale else ""
     kind = "sinusoidal" if isinstance(embed.position, SinusoidalPositionalEncoding) else "learned"
@@ -328,22 +329,24 @@ def _embedding_labels(embed: nn.Module) -> tuple[str, str, str]:
 
 
 def _stack_boxes(
-    stack: nn.Module, side: str, x: float, y: float, w: float, colors: dict
+    stack: Encoder | Decoder, side: str, x: float, y: float, w: float, colors: dict
 ) -> tuple[list[Box], list, list[tuple[str | None, str]]]:
     """One layer of an encoder or decoder stack (all layers are alike, so the first one is read), bottom to top
     from row y, framed with "× N"; returns its boxes, the arrows between them (the stream through the layer) and
     the residual bypasses, one per sub-layer: (box whose output enters the sub-layer's block, its addition box),
     with None for the stack's input (the box below the frame)."""
     layer = stack.layers[0]
+    if not isinstance(layer, (EncoderLayer, DecoderLayer)):
+        raise TypeError(f"stack: expected layers of the library's encoder or decoder, got {type(layer).__name__}")
     attn, ff = layer.self_attn, layer.ff
-    norm_first = (layer.attn_res if side == "enc" else layer.self_res).norm_first
+    norm_first = (layer.attn_res if isinstance(layer, EncoderLayer) else layer.self_res).norm_first
     heads = f"{attn.n_heads} heads of d_k = {attn.d_head}"
     subs = [
         ("self_attention", f"self-attention\n{heads}")
         if side == "enc"
         else ("masked_self_attention", f"masked self-attention\n{heads}")
     ]
-    if side == "dec" and layer.cross_attn is not None:
+    if isinstance(layer, DecoderLayer) and layer.cross_attn is not None:
         subs.append(("cross_attention", f"cross-attention\n{layer.cross_attn.n_heads} heads, K, V from encoder"))
     subs.append(
         (
@@ -352,7 +355,9 @@ def _stack_boxes(
             f" → {ff.linear2.out_features} ({ff.activation})",
         )
     )
-    boxes, names, row, gap = [], [], y, 0.62
+    boxes: list[Box] = []
+    names: list[str] = []
+    row, gap = y, 0.62
     skips: list[tuple[str | None, str]] = []
     for i, (group, label) in enumerate(subs):
         stream_in = names[-1] if names else None  # x, before the (pre-LN) norm and the sub-layer
@@ -475,7 +480,9 @@ def transformer_diagram(
     tied = "\n(tied to the target embedding)" if model.lm_head.weight is model.tgt_embed.token.weight else ""
     w, xe, xd = 3.0, 0.0, 3.6
 
-    def column(embed: nn.Module, stack: nn.Module, side: str, x: float, y: float) -> tuple[list[Box], list]:
+    def column(
+        embed: InputEmbedding, stack: Encoder | Decoder, side: str, x: float, y: float
+    ) -> tuple[list[Box], list]:
         emb, pe, hover = _embedding_labels(embed)
         ids = "source token IDs" if side == "enc" else "target token IDs\n(shifted right)"
         boxes = [

@@ -98,7 +98,7 @@ def orthogonal_rnn(d_model: int, radius: float, *, seed: int = 0) -> nn.RNN:
     q, r = torch.linalg.qr(torch.randn(d_model, d_model, generator=generator))
     q = q * torch.sign(torch.diagonal(r))  # a uniformly random orthogonal matrix (fix QR's sign ambiguity)
     with torch.no_grad():
-        rnn.weight_hh_l0.copy_(radius * q)
+        rnn.get_parameter("weight_hh_l0").copy_(radius * q)
     return rnn
 
 
@@ -415,8 +415,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"recall accuracy after {args.steps} steps on {device} (chance {1 / 8:.3f})")
     print("seed  kind".ljust(18) + "".join(f"k={k}".rjust(9) for k in args.distances))
     for seed in args.seeds:
-        result = recall_experiment(args.kinds, args.distances, steps=args.steps, seed=seed, device=device)
-        for kind, accs in result.accuracy.items():
+        recall_result = recall_experiment(args.kinds, args.distances, steps=args.steps, seed=seed, device=device)
+        for kind, accs in recall_result.accuracy.items():
             print(f"{seed:<6}{kind}".ljust(18) + "".join(f"{a:9.3f}" for a in accs))
 
 

@@ -410,7 +410,7 @@ def grade_folder(
     ``similarity.csv`` next to ``out`` and are flagged on both students' rows."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+    from tqdm.auto import tqdm
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")

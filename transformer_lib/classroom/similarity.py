@@ -65,7 +65,7 @@ def solution_code(sources: Iterable[str], names: Iterable[str]) -> str:
 
 
 def _fingerprint(code: str, boilerplate: Any = None) -> Any:
-    from copydetect import CodeFingerprint  # type: ignore[import-untyped]  # heavy (matplotlib): only when used
+    from copydetect import CodeFingerprint  # heavy (matplotlib): only when used
 
     return CodeFingerprint(
         "solution.py", NOISE, GUARANTEE - NOISE + 1, boilerplate=boilerplate, language="python", fp=io.StringIO(code)

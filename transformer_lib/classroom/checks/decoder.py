@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -23,7 +24,7 @@ _DECODER_ATTRS = ("self_attn", "cross_attn", "ff", "norm1", "norm2", "norm3")
 
 
 def _decoder_variant(
-    m: nn.Module,
+    m: Any,  # the learner's DecoderLayer: any nn.Module with the sub-modules of _DECODER_ATTRS
     y: Tensor,
     memory: Tensor,
     self_mask: Tensor | None,
@@ -131,6 +132,8 @@ def check_decoder_layer(cls: Callable) -> str:
         try:
             with torch.no_grad():
                 ref.self_attn.load_state_dict(m.self_attn.state_dict())
+                if ref.cross_attn is None:  # DecoderLayer(cross_attention=True) by default
+                    raise RuntimeError("the reference DecoderLayer has no cross-attention")
                 ref.cross_attn.load_state_dict(m.cross_attn.state_dict())
                 ref.ff.load_state_dict(m.ff.state_dict())
                 for res, i in (("self_res", 1), ("cross_res", 2), ("ff_res", 3)):
@@ -391,7 +394,7 @@ _BEAM_FINISHED_HINTS = (
     "drop it, do not extend it) and return the best finished one; the best live beam only if "
     "none has finished.",
 )
-_BEAM_MISTAKES = [  # (keyword arguments of _beam_variant, hints), tried in this order
+_BEAM_MISTAKES: list[tuple[dict[str, Any], tuple[str, ...]]] = [  # (keyword arguments of _beam_variant, hints)
     (
         dict(score="prob"),
         (
@@ -459,7 +462,7 @@ def check_beam_search(decode_beam: Callable) -> str:
     ]
     for label, mdl, src, n, k, alpha in cases:
         inputs = f"{label}: {_describe(src=src)}, max_new_tokens = {n}, beam_size = {k}"
-        penalty = {"length_penalty": alpha} if alpha else {}
+        penalty: dict[str, Any] = {"length_penalty": alpha} if alpha else {}
         if alpha:
             inputs += f", length_penalty = {alpha}"
         with torch.no_grad():

@@ -88,6 +88,15 @@ def greedy_decode(
     Shape:
         src: (B, S) -> (B, 1 + n) ids starting with ``<bos>`` (or (B, P + n) starting with the prompt),
         n <= max_new_tokens
+
+    Example (an untrained model: the ids are arbitrary, the layout is not):
+
+    >>> from transformer_lib import Transformer, TransformerConfig
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> out = greedy_decode(Transformer(config), torch.tensor([[4, 5, 6]]), 5, bos_id=1, eos_id=2)
+    >>> out[0, 0].item(), out.shape[1] <= 1 + 5  # starts with <bos>, at most max_new_tokens more
+    (1, True)
     """
     decodable = _check_common(model, src, max_new_tokens)
     with _eval_mode(model):
@@ -197,6 +206,15 @@ def beam_search(
 
     Returns, for each row of ``src``, the ``n_best`` hypotheses, best first. With ``beam_size=1`` this is greedy
     decoding.
+
+    Example:
+
+    >>> from transformer_lib import Transformer, TransformerConfig
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> beams = beam_search(Transformer(config), torch.tensor([[4, 5, 6]]), 5, 1, 2, beam_size=3, n_best=2)
+    >>> len(beams), len(beams[0]), beams[0][0].score >= beams[0][1].score  # per source, best first
+    (1, 2, True)
     """
     decodable = _check_common(model, src, max_new_tokens)
     check_positive("beam_size", beam_size)

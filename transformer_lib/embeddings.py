@@ -42,6 +42,14 @@ def sinusoidal_encoding(
 
     Shape:
         output: (max_len, d_model)
+
+    Example:
+
+    >>> pe = sinusoidal_encoding(4, 6)  # 4 positions, d_model = 6
+    >>> pe[0]  # position 0: sin(0) = 0 in even columns, cos(0) = 1 in odd ones
+    tensor([0., 1., 0., 1., 0., 1.])
+    >>> round(pe[1, 0].item(), 4)  # sin(1 / 10000^0)
+    0.8415
     """
     check_positive("max_len", max_len)
     check_positive("d_model", d_model)

@@ -37,6 +37,15 @@ class KVCache:
 
     Shape:
         k, v: (B, H, L, D) with L = positions stored so far
+
+    Example:
+
+    >>> cache = KVCache()
+    >>> k = v = torch.zeros(1, 2, 3, 4)  # (B, H, T, D): a prompt of 3 positions
+    >>> keys, _ = cache.append(k, v)
+    >>> keys, _ = cache.append(k[:, :, :1], v[:, :, :1])  # one decoding step adds one position
+    >>> cache.length, tuple(keys.shape)
+    (4, (1, 2, 4, 4))
     """
 
     def __init__(self, max_len: int | None = None, *, static: bool = False) -> None:

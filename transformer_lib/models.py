@@ -149,6 +149,15 @@ class Transformer(nn.Module):
 
     Shape:
         src: (B, S) int64, tgt: (B, T) int64 -> logits (B, T, V_tgt)
+
+    Example (a tiny model; the paper's base model is ``TransformerConfig(src_vocab_size, tgt_vocab_size)``):
+
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> model = Transformer(config)
+    >>> src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[1, 7]])  # (B, S), (B, T)
+    >>> tuple(model(src, tgt).shape)  # next-token logits at every target position: (B, T, V)
+    (1, 2, 20)
     """
 
     def __init__(self, config: TransformerConfig) -> None:
@@ -269,6 +278,13 @@ class EncoderOnlyModel(nn.Module):
 
     Shape:
         ids: (B, S) int64 -> logits (B, S, n_outputs or V)
+
+    Example:
+
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> tuple(EncoderOnlyModel(config)(torch.tensor([[4, 5, 6]])).shape)  # logits per token: (B, S, V)
+    (1, 3, 20)
     """
 
     def __init__(self, config: TransformerConfig, n_outputs: int | None = None) -> None:
@@ -314,6 +330,13 @@ class DecoderOnlyModel(nn.Module):
 
     Shape:
         ids: (B, T) int64 -> logits (B, T, V)
+
+    Example:
+
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> tuple(DecoderOnlyModel(config)(torch.tensor([[1, 4, 5]])).shape)  # next-token logits: (B, T, V)
+    (1, 3, 20)
     """
 
     def __init__(self, config: TransformerConfig) -> None:

@@ -82,7 +82,15 @@ def token_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> tup
 
 def noam_lr(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0) -> float:
     """The paper's schedule (§5.3): ``d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)``, linear warm-up then
-    decay as 1/√step, peaking at step = warmup_steps. Steps count from 1."""
+    decay as 1/√step, peaking at step = warmup_steps. Steps count from 1.
+
+    Example (the paper's base model: the rate peaks at the end of warm-up, step 4000):
+
+    >>> round(noam_lr(4000, d_model=512), 6)
+    0.000699
+    >>> noam_lr(2000, 512) < noam_lr(4000, 512) > noam_lr(8000, 512)
+    True
+    """
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 

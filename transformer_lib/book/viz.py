@@ -201,7 +201,7 @@ def heatmap(
         axes[0, 0].set_title(title or "")
         return fig
     text = np.vectorize(lambda v: f"{v:.2f}")(z) if show_values else None
-    extra = {} if cell_text is None else dict(textfont=dict(size=12))  # plotly would shrink a word to its cell
+    extra: dict[str, Any] = {} if cell_text is None else dict(textfont=dict(size=12))  # plotly would shrink a word to its cell
     if cell_text is not None:
         text = np.array(cells, dtype=object)
     fig = go.Figure(
@@ -610,7 +610,8 @@ def training_curves(
     if isinstance(history, Mapping):
         source = history
     else:
-        source = dataclasses.asdict(history) if dataclasses.is_dataclass(history) else vars(history)
+        is_instance = dataclasses.is_dataclass(history) and not isinstance(history, type)
+        source = dataclasses.asdict(history) if is_instance else vars(history)
     names = (
         list(keys)
         if keys is not None

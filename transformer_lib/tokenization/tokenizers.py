@@ -132,6 +132,14 @@ class WordTokenizer(Tokenizer):
 
     A space belongs to the word after it, so "cat" and "▁cat" are two tokens. Short sequences,
     large vocabulary, and unseen words become ``<unk>``.
+
+    Example:
+
+    >>> tok = WordTokenizer.train(["the cat sat", "the dog sat"])
+    >>> tok.tokenize("the cat ran")  # "▁" marks a word that follows a space
+    ['the', '▁cat', '▁ran']
+    >>> tok.encode("the cat ran")  # "▁ran" was never seen: <unk> = 3
+    [4, 6, 3]
     """
 
     kind = "word"

@@ -201,7 +201,8 @@ def heatmap(
         axes[0, 0].set_title(title or "")
         return fig
     text = np.vectorize(lambda v: f"{v:.2f}")(z) if show_values else None
-    extra: dict[str, Any] = {} if cell_text is None else dict(textfont=dict(size=12))  # plotly would shrink a word to its cell
+    # plotly would shrink a word to its cell
+    extra: dict[str, Any] = {} if cell_text is None else dict(textfont=dict(size=12))
     if cell_text is not None:
         text = np.array(cells, dtype=object)
     fig = go.Figure(

@@ -32,10 +32,13 @@ from .validation import check_choice, check_positive, check_str
 
 __all__ = [
     "N_SPECIAL",
+    "TASKS",
+    "TaskName",
     "make_task",
     "task_vocab_size",
     "recall_task",
     "translate",
+    "normalize_sentence",
     "alignment",
     "toy_translation_corpus",
     "train_test_split",

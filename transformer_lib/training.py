@@ -24,6 +24,7 @@ from .validation import check_positive, check_tensor
 
 __all__ = [
     "sequence_loss",
+    "pad_id_of",
     "paper_adam",
     "noam_lr",
     "noam_schedule",

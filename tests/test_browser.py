@@ -715,3 +715,55 @@ def test_figure_toolbar_buttons_send_nothing_off_the_machine(browser, site_url: 
         assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
     finally:
         visit.close()
+
+
+CONTRAST = r"""() => {
+  // WCAG contrast of each control's text against what is behind it: HTML buttons, menus and folds in the article,
+  // and the buttons of plotly's own menus (text and button drawn in SVG)
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = c => { const [r, g, b] = rgb(c).slice(0, 3).map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const opaque = c => { const v = rgb(c); return v.length === 3 || (v.length === 4 && v[3] > 0.5); };
+  const behind = el => { for (let e = el; e; e = e.parentElement) { const b = getComputedStyle(e).backgroundColor;
+    if (opaque(b)) { return b; } } return getComputedStyle(document.body).backgroundColor; };
+  const low = [];
+  document.querySelectorAll('article.bd-article button, article.bd-article select, article.bd-article summary')
+    .forEach(el => { if (!el.getClientRects().length || !el.innerText.trim()) { return; }
+      const r = ratio(getComputedStyle(el).color, behind(el));
+      if (r < 4.5) { low.push(`${el.tagName} "${el.innerText.trim().slice(0, 30)}": ${r.toFixed(1)}`); } });
+  document.querySelectorAll('.updatemenu-button').forEach(g => {
+    const rect = g.querySelector('rect'), text = g.querySelector('text');
+    if (!rect || !text || !text.textContent.trim()) { return; }
+    const r = ratio(getComputedStyle(text).fill, getComputedStyle(rect).fill);
+    if (r < 4.5) { low.push(`plotly menu "${text.textContent.trim()}": ${r.toFixed(1)}`); }
+  });
+  return low;
+}"""
+
+
+@pytest.mark.parametrize("name", ["book/03_positional_encoding.html", "book/appendix_pretrained.html"])
+def test_dark_mode_follows_the_system_and_controls_stay_readable(name: str, browser, site_url: str) -> None:
+    """A reader whose system is set to dark gets the dark theme at once; every control's text (HTML buttons,
+    menus, folds, plotly's menu buttons such as chapter 3's "40 positions") has a contrast of at least 4.5, and
+    the library-source panels are dark."""
+    if not (SITE / name).exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark", service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(site_url + name, wait_until="load")
+        _wait_drawn(page)
+        page.wait_for_timeout(500)  # the figures' dark relayout
+        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        low = page.evaluate(CONTRAST)
+        assert not low, low
+        filters = page.evaluate(
+            "() => [...document.querySelectorAll('.tl-source pre')].map(p => getComputedStyle(p).filter)"
+        )
+        assert all("invert(1)" in f for f in filters), filters
+        READER_SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(READER_SHOTS / f"dark_{Path(name).stem}.png"))
+    finally:
+        context.close()

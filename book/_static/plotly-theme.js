@@ -17,17 +17,18 @@
     });
     return update;
   }
-  // plotly's menus and sliders keep light-grey buttons whatever the text colour: in dark mode their text (light)
-  // would stand on them at a contrast of 1.4. Dark buttons, light text, in dark mode; plotly's own colours in light.
+  // plotly's menus and sliders keep light buttons whatever the text colour: in dark mode their text (light) would
+  // stand on them at a contrast of 1.4. plotly.js fixes the active button's colour (a near-white, not an attribute),
+  // so in dark mode menus keep light buttons with dark text; sliders get light text on the dark page.
   function controls(gd, dark) {
     var update = {};
-    (gd.layout.updatemenus || []).forEach(function (m, i) {
-      var key = "updatemenus[" + i + "].";
-      update[key + "bgcolor"] = dark ? "#2b3035" : null;
-      update[key + "activecolor"] = dark ? "#1f4e79" : null;
-      update[key + "bordercolor"] = dark ? "#8a939c" : null;
-      update[key + "font.color"] = dark ? "#e9ecef" : null;
-    });
+    if ((gd.layout.updatemenus || []).length) {  // whole menus, so that light mode drops them again
+      update.updatemenus = gd.layout.updatemenus.map(function (m) {
+        var copy = Object.assign({}, m, {font: Object.assign({}, m.font, {color: dark ? "#1f2328" : undefined})});
+        ["bgcolor", "bordercolor"].forEach(function (k) { delete copy[k]; });
+        return dark ? Object.assign(copy, {bgcolor: "#dfe3e8", bordercolor: "#8a939c"}) : copy;
+      });
+    }
     (gd.layout.sliders || []).forEach(function (s, i) {
       var key = "sliders[" + i + "].";
       update[key + "bgcolor"] = dark ? "#5a6470" : null;

@@ -767,3 +767,14 @@ def test_dark_mode_follows_the_system_and_controls_stay_readable(name: str, brow
         page.screenshot(path=str(READER_SHOTS / f"dark_{Path(name).stem}.png"))
     finally:
         context.close()
+
+
+def test_file_names_in_the_text_are_not_links_to_web_sites() -> None:
+    """ "README.md" on the assignments page is a file name, not a link to http://README.md (linkify's fuzzy links
+    are off in _config.yml)."""
+    pages = sorted(SITE.rglob("*.html"))
+    if not pages:
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    bare = re.compile(r'href="https?://[^"/]+\.(md|py|txt|json|ipynb|yml|sh)"')
+    found = {p.relative_to(SITE).as_posix(): bare.findall(p.read_text(encoding="utf-8")) for p in pages}
+    assert not {k: v for k, v in found.items() if v}, found

@@ -52,8 +52,9 @@ RAW_MYST = re.compile(
     re.MULTILINE,
 )
 # JupyterLab settings for a quiet, deterministic test: every cell in the DOM (no windowing), no news or update
-# checks (they would fetch from the internet), no kernel dialog on the way out.
+# checks (they would fetch from the internet), no autosave (the committed notebooks must stay without outputs).
 SETTINGS = {
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
 }

@@ -25,8 +25,10 @@ stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
 }
 
 stage "lint" bash scripts/lint.sh
-stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser" -n 2 --dist loadfile
+stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" -n 2 --dist loadfile
 stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
+# every chapter page run in a real JupyterLab in headless Chromium (skipped, with a message, without Chromium)
+stage "jupyterlab" $py -m pytest tests -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
 stage "build" bash scripts/build_book.sh
 if [ -d _build/html ]; then
     stage "browser" $py -m pytest tests -m browser -p no:cacheprovider  # every test marked browser, in any file

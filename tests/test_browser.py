@@ -167,7 +167,7 @@ def test_page_renders_offline(name: str, browser, site_url: str) -> None:
         visit.close()
 
 
-@pytest.mark.parametrize("query", ["attention", "divide"])
+@pytest.mark.parametrize("query", ["attention", "divide", "softmax"])
 def test_search_finds_pages_and_shows_formulas_as_text(query: str, browser, site_url: str) -> None:
     """Search works offline; its snippets show formulas as readable text, not LaTeX source (search-math.js)."""
     visit = Visit(browser, site_url + f"search.html?q={query}")
@@ -180,8 +180,24 @@ def test_search_finds_pages_and_shows_formulas_as_text(query: str, browser, site
         text = visit.page.inner_text("#search-results")
         assert hits.count() >= 1
         assert "\\(" not in text and "\\sqrt" not in text and "$$" not in text, text[:500]
+        assert "mathrm" not in text and "\\left" not in text and "\\!" not in text, text[:500]
         sample = visit.page.evaluate("() => window.tlCleanSearchText('divide by \\\\(\\\\sqrt{d_k}\\\\) here')")
         assert sample == "divide by √d_k here"
+        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
+    finally:
+        visit.close()
+
+
+def test_search_splits_chinese_into_words(browser, site_url: str) -> None:
+    """ "掩码" (mask) finds the pages that write 填充掩码 (padding mask): the index is segmented with jieba."""
+    visit = Visit(browser, site_url + "search.html?q=掩码")
+    try:
+        visit.page.locator("#search-results ul.search li").first.wait_for(timeout=DRAWN_TIMEOUT_MS)
+        visit.page.wait_for_function(
+            "() => !document.querySelector('#search-results').innerText.includes('Searching')", timeout=DRAWN_TIMEOUT_MS
+        )
+        links = visit.page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.href)")
+        assert any("glossary" in h for h in links) and any("02_tokens_and_embeddings" in h for h in links), links
         assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
     finally:
         visit.close()

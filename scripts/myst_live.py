@@ -24,7 +24,8 @@ case (``hint``, ``solution``); ``book/_static/details.css`` styles the blocks on
 Converts ``:::{admonition} TITLE`` with a ``:class:`` that names ``dropdown``, and ``{dropdown} TITLE``, in colon
 or backtick fences, in every markdown cell of every notebook under ``book/`` and ``assignments/``. Only the fence
 and option lines change; the body is kept line for line. Running it again changes nothing (the new form has no
-fence left to match). ``tests/test_notebooks.py`` fails while any old form remains.
+fence left to match). A solution written as a code cell (``# Solution ...``, tagged ``hide-cell`` for the site) gets
+JupyterLab's own fold in its metadata. ``tests/test_notebooks.py`` fails while any old form or open solution remains.
 
     python scripts/myst_live.py           rewrite in place, print what changed
     python scripts/myst_live.py --check   change nothing; exit 1 if a notebook still holds the old form
@@ -82,12 +83,28 @@ def _split_lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
+def fold_solution_cell(cell: dict) -> bool:
+    """Fold a ``# Solution`` code cell (tagged ``hide-cell``, folded on the site) in JupyterLab too, with JupyterLab's
+    own cell metadata ``"jupyter": {"source_hidden": true, "outputs_hidden": true}``; True if the cell changed."""
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    if not source.startswith("# Solution") or "hide-cell" not in cell.get("metadata", {}).get("tags", []):
+        return False
+    hidden = cell["metadata"].setdefault("jupyter", {})
+    if hidden.get("source_hidden") and hidden.get("outputs_hidden"):
+        return False
+    hidden.update(source_hidden=True, outputs_hidden=True)
+    return True
+
+
 def convert_notebook(path: Path, write: bool) -> int:
-    """Rewrite ``path`` in place (when ``write``); return how many markdown cells changed."""
+    """Rewrite ``path`` in place (when ``write``); return how many cells changed (markdown folds, solution cells)."""
     raw = path.read_text(encoding="utf-8")
     notebook = json.loads(raw)
     changed = 0
     for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "code":
+            changed += fold_solution_cell(cell)
+            continue
         if cell.get("cell_type") != "markdown":
             continue
         source = cell["source"]
@@ -123,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         if changed:
             total += changed
             verb = "would rewrite" if args.check else "rewrote"
-            print(f"{path.relative_to(ROOT)}: {verb} {changed} markdown cell(s)")
+            print(f"{path.relative_to(ROOT)}: {verb} {changed} cell(s)")
     if args.check and total:
         print("myst_live: old dropdown form found; run `python scripts/myst_live.py`", file=sys.stderr)
         return 1

@@ -342,3 +342,19 @@ def test_folded_blocks_use_the_form_that_folds_everywhere(path: Path) -> None:
     assert myst_live.has_old_form(":::{admonition} Hint\n:class: dropdown\nText.\n:::"), (
         "the detector misses a dropdown"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_solution_code_cells_are_folded_in_jupyterlab_too(path: Path) -> None:
+    """A solution written as code (``# Solution ...``) is folded on the site (tag ``hide-cell``) and in JupyterLab
+    (``"jupyter": {"source_hidden": true}``), so a student opens it on purpose. Fix: ``python scripts/myst_live.py``."""
+    open_cells = [
+        i
+        for i, c in enumerate(_read(path).cells)
+        if c.cell_type == "code"
+        and c.source.startswith("# Solution")
+        and not (
+            "hide-cell" in c.metadata.get("tags", []) and c.metadata.get("jupyter", {}).get("source_hidden") is True
+        )
+    ]
+    assert not open_cells, f"solution cells {open_cells} are not folded on the site and in JupyterLab"

@@ -83,7 +83,7 @@ from .kernels import GRACE, SETUP_KEY, error_of, run_cells
 from .lms import lms_csv, unmatched
 from .registry import ASSIGNMENTS, Exercise
 from .results import GradedNotebook
-from .sandbox import LibraryCopy, Sandbox
+from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, Sandbox, SandboxUnavailable, require_bwrap
 from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
 from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
 
@@ -152,9 +152,9 @@ def grade_notebook(
     cell_timeout: float = 60,
     time_limit: float = DEFAULT_TIME_LIMIT,
     kernel_name: str = "python3",
-    hide: list[str | Path] | tuple[str | Path, ...] = (),
     library: LibraryCopy | None = None,
-    isolate: bool | None = None,
+    limits: Limits | None = None,
+    unsandboxed: bool = False,
     grace: float = GRACE,
 ) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
@@ -163,10 +163,12 @@ def grade_notebook(
     interrupt within ``grace`` seconds (or dies) is killed; the exercises left are then checked in a fresh kernel
     that runs only the cells up to their definitions, without the cell that hung and those that never finished.
     The whole notebook gets at most ``cell_timeout`` per code cell and exercise plus a fixed allowance.
-    ``time_limit`` limits each call of the student's code inside a check. ``hide`` lists folders the kernel must
-    not see (besides the notebook's own folder); ``library`` is the read-only copy of transformer_lib the kernel
-    imports (one is made, and removed, if not given); ``isolate`` forces namespaces on or off (default: where
-    available).
+    ``time_limit`` limits each call of the student's code inside a check. ``library`` is the read-only copy of
+    transformer_lib the kernel imports (one with the assignment's references stubbed out is made, and removed, if
+    not given); ``limits`` bound each kernel (:class:`~.sandbox.Limits`): a cell that meets one is treated as one
+    that raised or killed the kernel, and the ``note`` says which limit. ``unsandboxed`` runs the kernel without
+    bubblewrap (:mod:`.sandbox`; the ``note`` says so); otherwise :class:`~.sandbox.SandboxUnavailable` is raised
+    where bubblewrap cannot run.
     """
     import nbformat
 
@@ -213,6 +215,11 @@ def grade_notebook(
     ]
     defined = integrity.definitions([source for _, source in code])
     flags = integrity.flags([source for _, source in code], {ex.name: ex.names for ex in assignment.exercises})
+    limits = limits or Limits()
+    if not unsandboxed:
+        require_bwrap()  # SandboxUnavailable says why and what to do
+    if unsandboxed:
+        graded.notes.append(UNSANDBOXED_NOTE)
     own_library = library is None
     library = library or LibraryCopy()
     nonce = secrets.token_hex(16) + " "
@@ -237,8 +244,13 @@ def grade_notebook(
                 (("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1])) for i in chosen
             ]
             cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
-            sandbox = Sandbox(library, [path.resolve().parent, *hide], isolate=isolate)
+            sandbox = Sandbox(library, limits, unsandboxed=unsandboxed)
             run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
+            for key, which in run.limits.items():
+                where = f"cell {key[1]}" if key[0] == "cell" else f"the check of {key[1]}" if key[0] == "check" else ""
+                note = f"Hit the limit on {limits.describe(which)} in {where or 'starting the kernel'}"
+                if not any(n.startswith(note) for n in graded.notes):
+                    graded.notes.append(note + "; graded on what finished.")
             if not library.verify():
                 notes.append(
                     "The notebook changed the grader's copy of transformer_lib; the copy was restored "
@@ -397,6 +409,8 @@ def grade_folder(
     lms: str | None = None,
     key_file: str | Path | None = None,
     similarity_threshold: float = DEFAULT_THRESHOLD,
+    limits: Limits | None = None,
+    unsandboxed: bool = False,
 ) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
@@ -407,7 +421,8 @@ def grade_folder(
     ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
     HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
     Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
-    ``similarity.csv`` next to ``out`` and are flagged on both students' rows."""
+    ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits`` and ``unsandboxed``: see
+    :func:`grade_notebook` (:class:`~.sandbox.SandboxUnavailable` is raised before anything is graded)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
@@ -416,6 +431,8 @@ def grade_folder(
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
     if isinstance(similarity_threshold, bool) or not 0 < similarity_threshold <= 1:
         raise ValueError(f"similarity_threshold: expected a number in (0, 1], got {similarity_threshold!r}")
+    if not unsandboxed:
+        require_bwrap()
     key = sheets.load_key(key_file, Path(out).parent) if key_file is not None else None  # before hours of grading
     roster_table = roster_rows(roster) if roster is not None else None
     submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
@@ -427,7 +444,6 @@ def grade_folder(
     graded_at: dict[int, GradedNotebook] = {}
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
-    hide = [folder, out.parent, feedback_dir]  # kernels see none of these (see transformer_lib.classroom.sandbox)
     library = LibraryCopy()  # one read-only copy for the run, checked after every notebook
     with (
         ThreadPoolExecutor(max_workers=jobs) as pool,
@@ -442,8 +458,9 @@ def grade_folder(
                 cell_timeout=cell_timeout,
                 time_limit=time_limit,
                 kernel_name=kernel_name,
-                hide=hide,
                 library=library,
+                limits=limits,
+                unsandboxed=unsandboxed,
             ): i
             for i, s in enumerate(submissions)
         }
@@ -577,6 +594,22 @@ def main(argv: list[str] | None = None) -> int:
         help="anchor the sheets with an HMAC keyed by this file (created if missing; keep it outside --out's "
         "folder); check them later with `tl-grade verify FOLDER --key-file KEY`",
     )
+    limits = parser.add_argument_group(
+        "limits per kernel", "a cell that meets one fails as if it raised, and the row's note names the limit"
+    )
+    for name, flag, what in (
+        ("memory_mb", "--memory-mb", "address space in MB"),
+        ("processes", "--processes", "processes and threads"),
+        ("file_mb", "--file-mb", "MB per file written, and per private folder"),
+        ("cpu_seconds", "--cpu-seconds", "CPU seconds per process"),
+        ("output_mb", "--output-mb", "MB printed by the notebook's cells"),
+    ):
+        limits.add_argument(flag, type=int, default=getattr(Limits(), name), help=f"{what} (default: %(default)s)")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade without bubblewrap: each kernel can then read and write what you can; every row's note says so",
+    )
     args = parser.parse_args(argv)
     written: dict[Path, str] = {}
     try:
@@ -597,8 +630,10 @@ def main(argv: list[str] | None = None) -> int:
             lms=args.lms,
             key_file=args.key_file,
             similarity_threshold=args.similarity,
+            limits=Limits(args.memory_mb, args.processes, args.file_mb, args.cpu_seconds, args.output_mb),
+            unsandboxed=args.no_sandbox,
         )
-    except (FileNotFoundError, NotADirectoryError, ValueError) as e:
+    except (FileNotFoundError, NotADirectoryError, ValueError, SandboxUnavailable) as e:
         print(e, file=sys.stderr)
         return 2
     rows = [row for g in graded for row in g.rows()]

@@ -85,6 +85,7 @@ from .registry import ASSIGNMENTS, Exercise
 from .results import GradedNotebook
 from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, Sandbox, SandboxUnavailable, require_bwrap
 from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
+from .stubs import REMOVED_ERROR, stubs_for
 from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
 
 __all__ = [
@@ -221,7 +222,7 @@ def grade_notebook(
     if unsandboxed:
         graded.notes.append(UNSANDBOXED_NOTE)
     own_library = library is None
-    library = library or LibraryCopy()
+    library = library or LibraryCopy(stubs=stubs_for(assignment.id))
     nonce = secrets.token_hex(16) + " "
     marker = RESULT_MARKER + nonce
     deadline = started + cell_timeout * (len(code) + len(assignment.exercises)) + _SLACK
@@ -264,7 +265,14 @@ def grade_notebook(
             by_key = dict(cells)
             for key, state in run.state.items():
                 if key[0] == "cell" and key[1] not in errors:
-                    if state == "error":
+                    if state == "error" and str(error_of(by_key[key])).startswith(REMOVED_ERROR):
+                        called = str(error_of(by_key[key])).split(": ", 1)[-1].split(" is not available")[0]
+                        errors[key[1]] = (
+                            f"Cell {key[1]} calls {called}, which the grader's copy of the library leaves out "
+                            f"while {assignment.id} is graded (it does what the assignment asks for); in a cell "
+                            "that only compares with it, this costs no points."
+                        )
+                    elif state == "error":
                         errors[key[1]] = f"Cell {key[1]} raised {error_of(by_key[key])}"
                     elif state == "timeout":
                         errors[key[1]] = (
@@ -444,12 +452,19 @@ def grade_folder(
     graded_at: dict[int, GradedNotebook] = {}
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
-    library = LibraryCopy()  # one read-only copy for the run, checked after every notebook
+    libraries: dict[str | None, LibraryCopy] = {}  # a read-only copy per assignment, checked after every notebook
+    for s in submissions:
+        a = assignment_for(s.path)
+        if a is not None and a.id not in libraries:
+            libraries[a.id] = LibraryCopy(stubs=stubs_for(a.id))
+    libraries[None] = libraries[next(iter(libraries))] if libraries else LibraryCopy()
     with (
         ThreadPoolExecutor(max_workers=jobs) as pool,
         tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar,
-        contextlib.closing(library) as library,
+        contextlib.ExitStack() as stack,
     ):
+        for copy in {id(c): c for c in libraries.values()}.values():
+            stack.callback(copy.cleanup)
         futures = {
             pool.submit(
                 grade_notebook,
@@ -458,7 +473,7 @@ def grade_folder(
                 cell_timeout=cell_timeout,
                 time_limit=time_limit,
                 kernel_name=kernel_name,
-                library=library,
+                library=libraries[a.id if (a := assignment_for(s.path)) else None],
                 limits=limits,
                 unsandboxed=unsandboxed,
             ): i

@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         "limits per kernel", "a cell that meets one fails as if it raised, and the row's note names the limit"
     )
     for name, flag, what in (
-        ("memory_mb", "--memory-mb", "address space in MB"),
+        ("memory_mb", "--memory-mb", "MB of heap and anonymous memory"),
         ("processes", "--processes", "processes and threads"),
         ("file_mb", "--file-mb", "MB per file written, and per private folder"),
         ("cpu_seconds", "--cpu-seconds", "CPU seconds per process"),

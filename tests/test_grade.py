@@ -269,8 +269,8 @@ def _cell_number(student, needle):
 
 @pytest.mark.slow
 def test_a_reference_call_fails_and_is_flagged(hostile):
-    """The library copy of assignment 3 holds a stub of tl.scaled_dot_product_attention (transformer_lib.classroom.stubs):
-    an answer that only calls it gets nothing back but an error, and the source flag stays."""
+    """The library copy of assignment 3 holds a stub of tl.scaled_dot_product_attention (classroom/stubs.py): an
+    answer that only calls it gets nothing back but an error, and the source flag stays."""
     (result,) = hostile[0]["ref"].results
     flags = [f for f in result.flags if "near-identical" not in f]  # the fixtures share one solution: similar
     assert not result.passed and "ReferenceRemoved" in result.summary, result.summary

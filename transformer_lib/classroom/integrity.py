@@ -195,7 +195,8 @@ def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str
 
 def _closure(names: Iterable[str], top: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
     """The top-level statements that define ``names`` and every top-level name they use, transitively."""
-    seen, todo, stmts = set(), list(names), []
+    seen: set[str] = set()
+    todo, stmts = list(names), list[ast.stmt]()
     while todo:
         name = todo.pop()
         if name in seen:

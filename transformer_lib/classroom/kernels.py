@@ -50,7 +50,7 @@ _LIMIT_ERRORS = (  # what Python says when a cell meets one of the sandbox's lim
     ("processes", re.compile(r"^BlockingIOError|Resource temporarily unavailable|can't start new thread")),
     ("file size", re.compile(r"File too large|No space left on device")),
 )
-_LIMIT_SIGNALS = {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "file size"}
+_LIMIT_SIGNALS = {int(signal.SIGXCPU): "cpu", int(signal.SIGXFSZ): "file size"}
 
 
 def limit_of(error: str | None) -> str | None:

@@ -234,7 +234,7 @@ def _python_binds(executable: str) -> tuple[list[tuple[str, ...]], str]:
         ),
         "",
     )
-    binds = [("--ro-bind", str(_neutral_view(prefix)), PYTHON)]
+    binds: list[tuple[str, ...]] = [("--ro-bind", str(_neutral_view(prefix)), PYTHON)]
     base = Path(home).resolve().parent if home else None
     if base is not None and base.is_dir() and not base.is_relative_to("/usr"):
         binds += [("--ro-bind", str(base), str(base))]  # the base interpreter a venv's links point to

@@ -98,9 +98,9 @@ def _digest(x: Any, h: Any, depth: int = 0) -> None:
         h.update(t.view(_VIEW.get(t.dtype, t.dtype)).numpy().tobytes() if t.dtype in _DTYPES.values() else b"?")
     elif isinstance(x, nn.Module):
         h.update(b"M")
-        for name, t in _module_tensors(x):
+        for name, tensor in _module_tensors(x):
             h.update(name.encode())
-            _digest(t, h, depth + 1)
+            _digest(tensor, h, depth + 1)
     elif isinstance(x, (list, tuple)):
         h.update(f"{type(x).__name__}{len(x)}(".encode())
         for v in x:
@@ -263,7 +263,8 @@ class _Decoder:
         _need(type(x) is dict and x.get("t") == "tensor", "a tensor was expected")
         dtype = _DTYPES.get(x.get("dtype")) if type(x.get("dtype")) is str else None
         shape = x.get("shape")
-        _need(dtype is not None, "a tensor of an unknown dtype")
+        if dtype is None:
+            raise RecordingError("a tensor of an unknown dtype")
         _need(
             type(shape) is list and len(shape) <= 8 and all(type(s) is int and 0 <= s for s in shape),
             "a tensor with a bad shape",
@@ -313,7 +314,7 @@ class _Decoder:
         return m
 
 
-def _resolve(path: Any) -> type:
+def _resolve(path: Any) -> type[nn.Module]:
     """The class a snapshot names, only from torch.nn or the library (never the classroom); else _Shadow."""
     if path is None:
         return _Shadow

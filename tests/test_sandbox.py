@@ -148,3 +148,22 @@ def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
             if token.encode() in (entry / "cmdline").read_bytes():
                 os.kill(int(entry.name), 9)
     assert left == 0, "a sandboxed process outlived the grader"
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_without_bwrap_and_records_no_sandbox(tmp_path, monkeypatch, capsys):
+    import csv
+    import shutil
+
+    from transformer_lib.classroom import grade
+
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
+    (tmp_path / "in" / "alice").mkdir(parents=True)
+    alice = Path(__file__).resolve().parent / "fixtures" / "submissions" / "alice" / "03_attention.ipynb"
+    shutil.copy(alice, tmp_path / "in" / "alice")
+    out = tmp_path / "out" / "grades.csv"
+    assert grade.main([str(tmp_path / "in"), "--out", str(out), "--no-progress"]) == 2
+    assert "Cannot grade in a sandbox: bubblewrap is not installed" in capsys.readouterr().err and not out.exists()
+    assert grade.main([str(tmp_path / "in"), "--out", str(out), "--no-progress", "--no-sandbox"]) == 0
+    (row,) = list(csv.DictReader(open(out, encoding="utf-8")))
+    assert row["passed"] == "1" and "graded without the sandbox (--no-sandbox)" in row["note"]

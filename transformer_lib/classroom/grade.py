@@ -27,20 +27,23 @@ exercise, parses it strictly (size and types limited) and *replays* the check in
 with the reference, the catalogue of mistakes, the verdict and the hints are computed here, where the student's
 code cannot reach them. A recording that does not match the calls the check makes fails the exercise.
 
-The grader also reads the source (:mod:`.integrity`): an answer that calls the library's reference or PyTorch's
-(``tl.scaled_dot_product_attention``, ``F.scaled_dot_product_attention``, ``tl.beam_search``, ...), hides what it
-calls (``exec``, ``eval``, ``importlib``, ``getattr`` on a module), or a notebook that reaches into the checks or
-patches a module, gets a note in ``CheckResult.flags`` ("... : the teacher decides"); the exercise still passes or
-fails on its numbers.
+The kernel imports a copy of the library in which what the assignment asks for is a stub (:mod:`.stubs`): an
+answer that calls ``tl.scaled_dot_product_attention`` in assignment 3, or swaps it in after the fact, gets an error
+back, and a forged recording needs the right outputs, which is solving the exercise. The grader also reads the
+source (:mod:`.integrity`): an answer that calls the library's reference or PyTorch's
+(``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``, ...), a notebook that hides what it runs anywhere
+(``exec``, ``eval``, ``compile``, ``setattr``, ``globals()``, ``importlib``, ``inspect.getsource``), rebinds a
+graded name, reaches into the checks or patches a module, gets a note in ``CheckResult.flags`` ("... : the teacher
+decides"); the exercise still passes or fails on its numbers.
 
-Each kernel runs in a sandbox (:mod:`.sandbox`). Where the machine allows it (Linux, run as root, ``unshare`` and
-``setpriv``; probed once), the kernel has its own mount and PID namespaces and no capabilities: it sees only its own
-processes, every folder is read-only except its private working folder, and the submissions folder, the output
-folders, the original library, the solution sources and the other kernels' keys are empty folders to it. When its
-kernel ends, every process it started ends too, daemons included. Elsewhere the kernel runs as its own session in an
-empty temporary folder and can read and write what the grader's user can; processes it leaves behind are found by
-a token in their environment and killed. In both cases it imports a read-only copy of ``transformer_lib``, whose
-hash is checked after every notebook (and which is copied again if it changed).
+Each kernel runs in bubblewrap (:mod:`.sandbox`): new PID, mount, IPC, UTS and network namespaces, a world of
+read-only Python and library copy, a private home and ``/tmp``, its own ``/proc`` and no ``/sys``, a cleared
+environment, a user id of its own (when the grader is root) and :class:`~.sandbox.Limits` on memory, processes,
+file size, CPU time and output. Nothing of the teacher's exists in it, and everything it started ends with its
+kernel. Without a working ``bwrap`` the grader refuses (:class:`~.sandbox.SandboxUnavailable`) unless told
+``--no-sandbox``, which every row's ``note`` records. A cell that meets a limit counts as one that raised (memory,
+processes, file size), printed too much (its output past the limit is dropped) or killed the kernel (CPU time),
+and the row's ``note`` names the limit.
 
 Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
 for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
@@ -52,15 +55,15 @@ grading goes on.
 
 What is not guarded against
 ---------------------------
-- A kernel is the student's: it can print any recording. A forged recording can carry the right *outputs* for the
-  check's inputs, which takes as much as calling the reference does (and such calls are flagged when the source
-  shows them); it cannot make wrong outputs pass, or turn a stub's or a patched check's verdict into a pass.
+- A kernel is the student's: it can print any recording. A forged recording must carry the right *outputs* for the
+  check's inputs, which the stubbed library no longer computes; PyTorch's own functions and the library classes
+  the rest of the library is built from (``tl.MultiHeadAttention``, ``tl.DecoderLayer``, ``tl.Vocab``) stay in the
+  room, and using them is only flagged.
 - Source flags are a static reading: code assembled from strings at run time shows only as "dynamic code".
-- Without namespaces the kernel can read every file the grader's user can (other submissions included) and write
-  the grader's files; a process that clears its environment escapes the clean-up. Grade in a container then, or
-  as a throw-away user, never on a machine that holds secrets; to get namespaces in Docker, run the container with
-  ``--cap-add SYS_ADMIN`` (or ``--privileged``) and grade as root inside it.
-- A kernel may use memory, CPU and the network freely while its time lasts, and print a lot (all of it is read).
+- With ``--no-sandbox`` the kernel can read every file the grader's user can (other submissions included) and
+  write the grader's files; a process that clears its environment escapes the clean-up.
+- The venv's path shows in a kernel's ``/proc/self/mountinfo`` when it cannot be hard-linked into a temporary
+  folder (another file system); nothing else of its folder is there.
 """
 
 from __future__ import annotations

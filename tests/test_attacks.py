@@ -206,6 +206,8 @@ def test_nothing_of_the_teachers_reaches_a_feedback_file_or_a_sheet(attacked):
     for student in ("leak", "environ"):
         text = _feedback(attacked, student)
         assert "alice@school.example" not in text and "lms_id" not in text, student  # no roster
+    assert "/proc/self/mountinfo" not in _feedback(attacked, "leak") and "tl-lib-" in _feedback(attacked, "leak")
+    assert str(ROOT) not in _feedback(attacked, "leak")  # not even the repository the grader's venv lives in
 
 
 @pytest.mark.slow
@@ -233,3 +235,14 @@ def test_the_machine_is_out_of_reach(attacked):
     assert not any("changed the grader's copy" in n for g in graded.values() for n in g.notes)
     assert _passed(graded["killall"]) == [True, True, True]  # it reached no process of the grader's
     assert all(g.results for g in graded.values())  # and the grader graded every other notebook after it
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_kernel_past_its_cpu_time_is_killed_and_the_note_says_so(tmp_path):
+    nb = solved("04_masks")
+    nb.cells.insert(4, nbformat.v4.new_code_cell("while True:\n    pass"))
+    nbformat.write(nb, tmp_path / "04_masks.ipynb")
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "cpu", cell_timeout=30, limits=sandbox.Limits(cpu_seconds=3))
+    assert [r.passed for r in g.results] == [True, True, True]  # graded in a fresh kernel without that cell
+    assert any(n.startswith("Hit the limit on CPU time (3 s)") for n in g.notes), g.notes

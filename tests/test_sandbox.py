@@ -167,3 +167,15 @@ def test_the_cli_refuses_without_bwrap_and_records_no_sandbox(tmp_path, monkeypa
     assert grade.main([str(tmp_path / "in"), "--out", str(out), "--no-progress", "--no-sandbox"]) == 0
     (row,) = list(csv.DictReader(open(out, encoding="utf-8")))
     assert row["passed"] == "1" and "graded without the sandbox (--no-sandbox)" in row["note"]
+
+
+def test_the_limit_a_cell_met_is_read_from_its_error():
+    from transformer_lib.classroom.kernels import limit_of
+
+    assert limit_of("RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 3221225472") == (
+        "memory"
+    )
+    assert limit_of("BlockingIOError: [Errno 11] Resource temporarily unavailable") == "processes"
+    assert limit_of("OSError: [Errno 27] File too large") == "file size"
+    assert limit_of("OSError: [Errno 28] No space left on device") == "file size"
+    assert limit_of("ValueError: bad shape") is None and limit_of(None) is None

@@ -14,6 +14,7 @@ here: what a cell prints past the kernel's allowance is dropped, never held in t
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import json
@@ -99,9 +100,13 @@ def _capped_client(nb: Any, **kwargs: Any) -> Any:
     return _Capped(nb, **kwargs)
 
 
-def _exit_signal(km: Any) -> int | None:
-    """The signal that ended the sandbox's kernel (bubblewrap exits with 128 + its number), if any."""
+async def _exit_signal(km: Any, wait: float = 3.0) -> int | None:
+    """The signal that ended the sandbox's kernel (bubblewrap exits with 128 + its number), if any; waits up to
+    ``wait`` seconds for the process to be gone (a dead kernel is noticed on its sockets first)."""
     process = getattr(getattr(km, "provisioner", None), "process", None)
+    end = time.monotonic() + wait
+    while process is not None and process.poll() is None and time.monotonic() < end:
+        await asyncio.sleep(0.05)
     code = process.poll() if process is not None else None
     if code is None:
         return None
@@ -177,7 +182,7 @@ async def run_cells(
                     run.state[key] = "timeout"
                 except DeadKernelError:
                     run.stopped = ("died", key)
-                    if which := _LIMIT_SIGNALS.get(_exit_signal(km) or 0):
+                    if which := _LIMIT_SIGNALS.get(await _exit_signal(km) or 0):
                         run.limits[key] = which
                     break
                 finally:

@@ -113,7 +113,7 @@ class Limits:
             f"--data={self.memory_mb * mb}",
             f"--nproc={self.processes}",
             f"--fsize={self.file_mb * mb}",
-            f"--cpu={self.cpu_seconds}",
+            f"--cpu={self.cpu_seconds}:{self.cpu_seconds + 5}",  # SIGXCPU at the first, SIGKILL 5 s later
             "--",
         ]
 

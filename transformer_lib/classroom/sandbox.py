@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import atexit
 import functools
-import hashlib
 import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
+
+from .stubs import LibraryCopy  # what a kernel imports (re-exported: it is part of a sandbox)
 
 __all__ = [
     "ENVIRONMENT",
@@ -131,69 +131,6 @@ class Limits:
 # --------------------------------------------------------------------------------------------------------------
 # What the world is made of
 # --------------------------------------------------------------------------------------------------------------
-class LibraryCopy:
-    """``transformer_lib`` copied into a temporary folder (``parent`` goes on a kernel's ``PYTHONPATH``), read-only,
-    and checked by hash: :meth:`verify` copies it again if anything changed it. ``stubs`` (see :mod:`.stubs`) replaces
-    the reference of what an assignment asks for in the copy."""
-
-    def __init__(self, source: Path = _LIBRARY, stubs: Any = None) -> None:
-        self.source = Path(source)
-        self.stubs = stubs
-        self.parent = Path(tempfile.mkdtemp(prefix="tl-lib-"))
-        self.parent.chmod(0o755)  # a kernel runs as a user of its own
-        self.copies = 0
-        self._lock = threading.Lock()  # notebooks graded in parallel threads verify the same copy
-        self._copy()
-
-    @property
-    def path(self) -> Path:
-        """The copied package folder (``parent / "transformer_lib"``)."""
-        return self.parent / self.source.name
-
-    def _copy(self) -> None:
-        if self.path.exists():
-            _make_writable(self.path)
-            shutil.rmtree(self.path)
-        shutil.copytree(self.source, self.path, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        if self.stubs is not None:
-            self.stubs.apply(self.path)
-        for p in sorted(self.path.rglob("*"), reverse=True) + [self.path]:
-            p.chmod(0o555 if p.is_dir() else 0o444)
-        self.digest = self._digest()
-        self.copies += 1
-
-    def _digest(self) -> str:
-        h = hashlib.sha256()
-        for p in sorted(self.path.rglob("*")):
-            h.update(str(p.relative_to(self.path)).encode() + b"\0")
-            if p.is_file() and not p.is_symlink():
-                h.update(hashlib.sha256(p.read_bytes()).digest())
-            h.update(oct(p.lstat().st_mode).encode())
-        return h.hexdigest()
-
-    def verify(self) -> bool:
-        """True if the copy is unchanged; otherwise it is copied afresh and False is returned."""
-        with self._lock:
-            if self._digest() == self.digest:
-                return True
-            self._copy()
-            return False
-
-    def close(self) -> None:
-        """Remove the copy (``contextlib.closing`` calls this)."""
-        self.cleanup()
-
-    def cleanup(self) -> None:
-        _make_writable(self.parent)
-        shutil.rmtree(self.parent, ignore_errors=True)
-
-
-def _make_writable(folder: Path) -> None:
-    for p in [folder, *folder.rglob("*")]:
-        if not p.is_symlink():
-            p.chmod(p.stat().st_mode | stat.S_IWUSR)
-
-
 def _python_prefix(executable: str) -> Path:
     """The environment an interpreter belongs to: its venv folder, or its installation prefix."""
     path = Path(executable)

@@ -1,5 +1,6 @@
-"""The reference is not in the room: the copy of ``transformer_lib`` a kernel imports for an assignment has no working
-version of what that assignment asks the student to write.
+"""The library a kernel imports (:class:`LibraryCopy`), and why the reference is not in the room: the copy of
+``transformer_lib`` a kernel imports for an assignment has no working version of what that assignment asks the
+student to write.
 
 :data:`REMOVED` names, per assignment, the library's functions (and the checks' own catalogue functions, which
 compute the right answer next to the wrong ones) that do what the assignment's exercises do. :class:`Stubs`
@@ -22,10 +23,17 @@ check of ``encode`` makes its inputs): using those is flagged by :mod:`.integrit
 from __future__ import annotations
 
 import ast
+import hashlib
+import shutil
+import stat
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["REMOVED", "Stubs", "stubs_for", "REMOVED_ERROR"]
+__all__ = ["LibraryCopy", "REMOVED", "Stubs", "stubs_for", "REMOVED_ERROR"]
+
+_LIBRARY = Path(__file__).resolve().parents[1]  # the transformer_lib package folder
 
 REMOVED_ERROR = "ReferenceRemoved"
 # assignment -> (file in the package, function or Class.method, how the student knows it, what a recording gets)
@@ -140,3 +148,66 @@ def _find(tree: ast.Module, name: str, lines: list[str]) -> tuple[ast.FunctionDe
 def stubs_for(assignment: str) -> Stubs | None:
     """The stubs for ``assignment`` (an id such as ``"03_attention"``), or None if it removes nothing."""
     return Stubs(assignment) if assignment in REMOVED else None
+
+
+class LibraryCopy:
+    """``transformer_lib`` copied into a temporary folder (``parent`` goes on a kernel's ``PYTHONPATH``), read-only,
+    and checked by hash: :meth:`verify` copies it again if anything changed it. ``stubs`` (:class:`Stubs`) replaces
+    the reference of what an assignment asks for in the copy."""
+
+    def __init__(self, source: Path = _LIBRARY, stubs: Stubs | None = None) -> None:
+        self.source = Path(source)
+        self.stubs = stubs
+        self.parent = Path(tempfile.mkdtemp(prefix="tl-lib-"))
+        self.parent.chmod(0o755)  # a kernel runs as a user of its own
+        self.copies = 0
+        self._lock = threading.Lock()  # notebooks graded in parallel threads verify the same copy
+        self._copy()
+
+    @property
+    def path(self) -> Path:
+        """The copied package folder (``parent / "transformer_lib"``)."""
+        return self.parent / self.source.name
+
+    def _copy(self) -> None:
+        if self.path.exists():
+            _make_writable(self.path)
+            shutil.rmtree(self.path)
+        shutil.copytree(self.source, self.path, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if self.stubs is not None:
+            self.stubs.apply(self.path)
+        for p in sorted(self.path.rglob("*"), reverse=True) + [self.path]:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        self.digest = self._digest()
+        self.copies += 1
+
+    def _digest(self) -> str:
+        h = hashlib.sha256()
+        for p in sorted(self.path.rglob("*")):
+            h.update(str(p.relative_to(self.path)).encode() + b"\0")
+            if p.is_file() and not p.is_symlink():
+                h.update(hashlib.sha256(p.read_bytes()).digest())
+            h.update(oct(p.lstat().st_mode).encode())
+        return h.hexdigest()
+
+    def verify(self) -> bool:
+        """True if the copy is unchanged; otherwise it is copied afresh and False is returned."""
+        with self._lock:
+            if self._digest() == self.digest:
+                return True
+            self._copy()
+            return False
+
+    def close(self) -> None:
+        """Remove the copy (``contextlib.closing`` calls this)."""
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        _make_writable(self.parent)
+        shutil.rmtree(self.parent, ignore_errors=True)
+
+
+def _make_writable(folder: Path) -> None:
+    for p in [folder, *folder.rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)

@@ -126,7 +126,8 @@ def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
             "time.sleep(120)",
         ]
     )
-    proc = subprocess.Popen([sys.executable, "-c", grader])
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # what a killed grader leaves behind stays in tmp_path
+    proc = subprocess.Popen([sys.executable, "-c", grader], env=env)
     try:
         for _ in range(600):
             if token_file.exists() and token_file.read_text() or proc.poll() is not None:

@@ -219,13 +219,7 @@ def test_missing_cells_and_unknown_names(graded):
 # --------------------------------------------------------------------------------------------------------------
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile"
 _CELL_TIMEOUT = 8
-needs_namespaces = pytest.mark.skipif(
-    not sandbox.namespaces_available(),
-    reason=(
-        "kernels cannot run in mount and PID namespaces here (not root, or no unshare/setpriv): the fallback does not "
-        "hide other students' files or catch a process that clears its environment"
-    ),
-)
+needs_namespaces = pytest.mark.skipif(bool(sandbox.bwrap_problem()), reason=sandbox.bwrap_problem() or "bwrap works")
 
 
 def _library_digest():
@@ -274,12 +268,13 @@ def _cell_number(student, needle):
 
 
 @pytest.mark.slow
-def test_a_reference_call_passes_on_its_numbers_and_is_flagged(hostile):
+def test_a_reference_call_fails_and_is_flagged(hostile):
+    """The library copy of assignment 3 holds a stub of tl.scaled_dot_product_attention (classroom/stubs.py): an
+    answer that only calls it gets nothing back but an error, and the source flag stays."""
     (result,) = hostile[0]["ref"].results
     flags = [f for f in result.flags if "near-identical" not in f]  # the fixtures share one solution: similar
-    assert result.passed and flags == [
-        "uses the library's reference tl.scaled_dot_product_attention: the teacher decides"
-    ]
+    assert not result.passed and "ReferenceRemoved" in result.summary, result.summary
+    assert flags == ["uses the library's reference tl.scaled_dot_product_attention: the teacher decides"]
     (honest,) = hostile[0]["hung"].results
     assert [f for f in honest.flags if "near-identical" not in f] == []
 

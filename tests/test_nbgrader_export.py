@@ -89,6 +89,31 @@ def test_an_exported_check_cell_raises_when_the_check_fails():
                 exec(cell.source, namespace)
 
 
+def test_an_exported_check_in_parts_ends_with_the_points_its_parts_earn():
+    """Assignment 3 is graded in parts (scaling 3, softmax rows 2, masking 3, returned weights 2): the exported
+    check cell's value is the points earned, which nbgrader reads as a partial score; no part passed raises."""
+    nb = nbgrader_notebook(nbformat.read(ROOT / "assignments" / "03_attention.ipynb", as_version=4), "03_attention")
+    (cell,) = [c for c in nb.cells if meta(c).get("grade_id") == "test_attention"]
+    (exercise,) = ASSIGNMENTS["03_attention"].exercises
+    assert dict(exercise.parts) == {"scaling": 3, "softmax rows": 2, "masking": 3, "returned weights": 2}
+    *body, last = cell.source.splitlines()
+    for passed, parts, expected in [
+        (True, {}, 10),
+        (False, {"scaling": False, "softmax rows": True, "masking": True, "returned weights": True}, 7),
+        (False, {"scaling": True, "softmax rows": True, "masking": False, "returned weights": False}, 5),
+        (False, dict.fromkeys(dict(exercise.parts), False), None),
+    ]:
+        verdict = CheckResult("attention", passed, "x", parts=parts)
+        fake = type("Checks", (), {"check_attention": staticmethod(lambda f, verdict=verdict: verdict)})
+        namespace = {"checks": fake, "attention": None}
+        if expected is None:
+            with pytest.raises(AssertionError, match="attention: x"):
+                exec("\n".join(body), namespace)
+            continue
+        exec("\n".join(body), namespace)
+        assert eval(last, namespace) == expected == exercise.earned(verdict)
+
+
 def test_the_export_refuses_a_used_folder_and_a_missing_one(tmp_path):
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "x").write_text("")
@@ -143,28 +168,36 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
         "handout": filled,
         "handout_untouched": handout,
     }
-    for student, nb in submissions.items():
-        for where in (
-            course / "submitted" / student / aid / f"{aid}.ipynb",
-            tmp_path / "ours" / student / f"{aid}.ipynb",
-        ):
-            where.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, where)
-    nbgrader(course, "autograde", aid)
+    # assignment 3 in parts: without the 1/√d_k scaling, the softmax rows, the masking and the weights still pass
+    attention = nbformat.read(course / "source" / "03_attention" / "03_attention.ipynb", as_version=4)
+    unscaled = nbformat.from_dict(attention)
+    (cell,) = [c for c in unscaled.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
+    cell.source = cell.source.replace("/ math.sqrt(d_k)", "")
+    by_assignment = {aid: submissions, "03_attention": {"correct": attention, "unscaled": unscaled}}
+    for assignment, notebooks in by_assignment.items():
+        for student, nb in notebooks.items():
+            for where in (
+                course / "submitted" / student / assignment / f"{assignment}.ipynb",
+                tmp_path / "ours" / student / f"{assignment}.ipynb",
+            ):
+                where.parent.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, where)
+        nbgrader(course, "autograde", assignment)
 
     from nbgrader.api import Gradebook
 
     theirs = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in submissions:
-            for g in gb.find_submission_notebook(aid, aid, student).grades:
-                if g.name.startswith("test_"):
-                    theirs[student, g.name.removeprefix("test_")] = g.score
+        for assignment, notebooks in by_assignment.items():
+            for student in notebooks:
+                for g in gb.find_submission_notebook(assignment, assignment, student).grades:
+                    if g.name.startswith("test_"):
+                        theirs[student, g.name.removeprefix("test_")] = g.score
     grade.grade_folder(
         tmp_path / "ours", tmp_path / "grades.csv", cell_timeout=60, time_limit=10, jobs=2, progress=False
     )
     with open(tmp_path / "grades.csv", encoding="utf-8", newline="") as f:
-        ours = {(r["student"], r["exercise"]): float(r["points"]) for r in csv.DictReader(f)}
+        ours = {(r["student"], r["exercise"]): float(r["points"]) for r in csv.DictReader(f) if r["exercise"] != "-"}
     assert theirs == ours
     assert ours == {
         ("correct", "padding_mask"): 3,
@@ -182,5 +215,7 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
         ("handout_untouched", "padding_mask"): 0,
         ("handout_untouched", "causal_mask"): 0,
         ("handout_untouched", "decoder_mask"): 0,
+        ("correct", "attention"): 10,
+        ("unscaled", "attention"): 7,  # partial credit in both graders: scaling (3 points) lost
     }
     print(f"nbgrader round trip: {time.perf_counter() - start:.0f} s")

@@ -60,10 +60,25 @@ def _meta(
     return meta
 
 
-def _raising_check(source: str, check: str) -> str:
-    """The check cell, rewritten to raise when the check fails (nbgrader scores a test cell by its errors)."""
+def _raising_check(source: str, check: str, parts: tuple[tuple[str, float], ...] = ()) -> str:
+    """The check cell, rewritten to raise when the check fails (nbgrader scores a test cell by its errors).
+
+    With ``parts`` (partial credit), a check that fails but passes some parts ends with the points those parts earn
+    as the cell's value: nbgrader reads a test cell's numeric result as its partial score (``determine_grade``),
+    so nbgrader gives the same points as :meth:`~.registry.Exercise.earned`. No part passed still raises."""
     call = next(line for line in source.splitlines() if f"checks.{check}(" in line)
-    return f'{call}\nprint(result)\nassert result.passed, f"{{result.exercise}}: {{result.summary}}"'
+    if not parts:
+        return f'{call}\nprint(result)\nassert result.passed, f"{{result.exercise}}: {{result.summary}}"'
+    table = ", ".join(f"{part!r}: {points!r}" for part, points in parts)
+    return (
+        f"{call}\nprint(result)\n"
+        "# partial credit: nbgrader takes this cell's value as its score (the points of the parts passed)\n"
+        f"_parts = {{{table}}}\n"
+        "_earned = sum(_parts.values()) if result.passed else sum(\n"
+        "    points for part, points in _parts.items() if result.parts.get(part) is True\n)\n"
+        'assert _earned > 0, f"{result.exercise}: {result.summary}"\n'
+        "_earned"
+    )
 
 
 def nbgrader_notebook(solution: Any, assignment_id: str) -> Any:
@@ -93,7 +108,7 @@ def nbgrader_notebook(solution: Any, assignment_id: str) -> Any:
                 )
                 cell.metadata["nbgrader"] = _meta(f"solution_{match.name if match else name}", solution=True)
             elif "check" in tags and exercise is not None:
-                cell.source = _raising_check(cell.source, exercise.check)
+                cell.source = _raising_check(cell.source, exercise.check, () if exercise.extension else exercise.parts)
                 cell.metadata["nbgrader"] = _meta(
                     f"test_{exercise.name}",
                     grade=True,

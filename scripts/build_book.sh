@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Build the website into _build/html: set up .venv if needed, execute every notebook that changed (two at a time,
-# into _build/.jupyter_cache, where the build finds them; --force re-runs them all), then build the pages and fail
-# on any error or warning (-W).
+# Build the website into _build/html and its Chinese edition into _build/html/zh: set up .venv if needed, execute
+# every notebook that changed (two at a time, into _build/.jupyter_cache, where both builds find them; --force re-runs
+# them all), then build the pages of both languages and fail on any error or warning (-W).
 #   bash scripts/build_book.sh            build
 #   bash scripts/build_book.sh --force    forget cached notebook outputs first (after changing transformer_lib)
 set -euo pipefail
@@ -21,4 +21,6 @@ start=$(date +%s)
 # the same cache, exactly as the build would (same reader, folder and per-cell timeout), and the build reuses them.
 .venv/bin/python scripts/execute_notebooks.py --jobs "${BUILD_JOBS:-2}" --timeout 600
 .venv/bin/jupyter-book build . --builder html -W --keep-going "${extra[@]}"
-echo "build_book: built _build/html in $(( $(date +%s) - start )) s; open _build/html/index.html"
+# The Chinese site from the same notebooks and outputs, with the catalogs in locale/ (scripts/i18n.py), also -W.
+.venv/bin/python scripts/i18n.py build
+echo "build_book: built _build/html (English) and _build/html/zh (中文) in $(( $(date +%s) - start )) s; open _build/html/index.html"

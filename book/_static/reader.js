@@ -27,8 +27,11 @@
     document.documentElement.classList.toggle("tl-hide-code", hidden);
     try { window.localStorage.setItem(KEY, hidden ? "1" : "0"); } catch (e) { /* private mode: this page only */ }
     if (button) {
-      button.title = hidden ? "Show the code cells" : "Hide the code cells (outputs stay)";
-      button.querySelector(".tl-hide-code-label").textContent = hidden ? "Show code" : "Hide code";
+      var zh = document.documentElement.lang === "zh-CN";  // the Chinese site (transformer_lib/book/i18n.py)
+      button.title = zh ? (hidden ? "显示代码单元格" : "隐藏代码单元格（保留输出）")
+        : (hidden ? "Show the code cells" : "Hide the code cells (outputs stay)");
+      button.querySelector(".tl-hide-code-label").textContent = zh ? (hidden ? "显示代码" : "隐藏代码")
+        : (hidden ? "Show code" : "Hide code");
     }
   }
   document.documentElement.classList.toggle("tl-hide-code", stored());  // before the page is drawn: no flash

@@ -19,6 +19,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .i18n import site_language
+from .labels import translate_figure
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # How every figure's toolbar is set up, in Jupyter (transformer_lib.book.style gives it to plotly's renderer) and on
 # the website (below): no plotly logo, and no "Share chart..." button, which would upload the figure's data to an
@@ -39,7 +42,7 @@ class PlotlyMystNbRenderer:
     knows no renderer for ``application/vnd.plotly.v1+json`` and leaves an empty space.
     """
 
-    mime_priority_overrides = [(builder, PLOTLY_MIME, 15) for builder in ("html", "dirhtml", "singlehtml")]
+    mime_priority_overrides = [(builder, PLOTLY_MIME, 15) for builder in ("html", "dirhtml", "singlehtml", "gettext")]
 
     @staticmethod
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
@@ -50,6 +53,9 @@ class PlotlyMystNbRenderer:
         renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
         renderer.add_js_file("plotly-theme", "plotly-theme.js", {})  # dark mode (book/_static/plotly-theme.js)
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
+        env = getattr(renderer.renderer, "sphinx_env", None)  # the Chinese site draws the labels in Chinese
+        if env is not None and site_language(env.config) == "zh_CN":
+            figure = translate_figure(figure, "zh")
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
         layout = figure.get("layout") or {}

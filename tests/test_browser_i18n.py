@@ -1,0 +1,93 @@
+"""The Chinese site (_build/html/zh, scripts/i18n.py build) in headless Chromium: every page passes the English
+pages' checks (offline, no JavaScript error, every figure and widget drawn, formulas typeset); the language switch
+goes to the same page in the other language, by touch; translated pages read in Chinese, figures included."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import test_browser as tb
+
+from transformer_lib.book import i18n
+
+pytestmark = pytest.mark.browser
+browser = tb.browser  # the same fixtures as the English site's tests
+site_url = tb.site_url
+ZH = tb.SITE / "zh"
+PHONE = dict(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True, service_workers="block")
+
+
+def _zh_pages() -> list[str]:
+    if not (ZH / "index.html").exists():
+        return []
+    return sorted("zh/" + p.relative_to(ZH).as_posix() for p in ZH.rglob("*.html") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("name", _zh_pages() or ["<no Chinese site>"])
+def test_chinese_page_renders_offline(name: str, browser, site_url: str) -> None:
+    if not _zh_pages():
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    tb.test_page_renders_offline(name, browser, site_url)
+
+
+@pytest.mark.parametrize("page", ["book/intro.html", "book/04_attention.html", "book/assignments/index.html"])
+def test_the_language_switch_takes_a_tap_to_the_same_page_and_back(page: str, browser, site_url: str) -> None:
+    if not (ZH / page).exists():
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    context = browser.new_context(**PHONE)
+    try:
+        tab = context.new_page()
+        tab.goto(site_url + page, wait_until="load")
+        assert tab.evaluate("document.documentElement.lang") == "en"
+        switch = tab.locator("a.tl-language")
+        switch.wait_for(state="visible")
+        assert switch.inner_text().strip() == "中" and switch.get_attribute("aria-label") == "中文 (Chinese)"
+        box = switch.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, box  # inside the phone's width
+        switch.tap()
+        tab.wait_for_url(site_url + "zh/" + page)
+        assert tab.evaluate("document.documentElement.lang") == "zh-CN"
+        back = tab.locator("a.tl-language")
+        assert back.inner_text().strip() == "EN"
+        back.tap()
+        tab.wait_for_url(site_url + page)
+    finally:
+        context.close()
+
+
+def _cjk_share(text: str) -> float:
+    letters = re.findall(r"[A-Za-z]|[\u4e00-\u9fff]", text)
+    return sum(1 for c in letters if c >= "\u4e00") / max(len(letters), 1)
+
+
+@pytest.mark.parametrize("page", i18n.TRANSLATED)
+def test_a_translated_page_reads_in_chinese(page: str, browser, site_url: str) -> None:
+    if not (ZH / f"{page}.html").exists():
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    visit = tb.Visit(browser, site_url + f"zh/{page}.html")
+    try:
+        prose = visit.page.evaluate(
+            "() => [...document.querySelectorAll('article p, article h1, article h2, article li')]"
+            ".filter(e => !e.closest('.cell_output, .output, pre, code, .bibliography'))"
+            ".map(e => e.innerText).join(' ')"
+        )
+        share = _cjk_share(re.sub(r"\b[\w./<>-]*_[\w./<>-]*\b", " ", prose))  # names like transformer_lib stay
+        assert share > 0.5, f"{page}: only {share:.0%} of the prose's letters are Chinese"
+        if visit.page.locator(".cell .cell_input").count():
+            assert visit.page.locator(".tl-hide-code-label").inner_text() in ("隐藏代码", "显示代码")
+    finally:
+        visit.close()
+
+
+def test_a_diagram_on_the_chinese_site_has_chinese_labels(browser, site_url: str) -> None:
+    """Figure 1 (the architecture, drawn from a live model) takes its labels from the label catalog."""
+    if not (ZH / "book/intro.html").exists():
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    visit = tb.Visit(browser, site_url + "zh/book/intro.html")
+    try:
+        visit.page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
+        text = visit.page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(e => e.textContent)")
+        assert any("自注意力" in t and "前馈层" in t for t in text), [t[:200] for t in text]
+    finally:
+        visit.close()

@@ -1,0 +1,191 @@
+"""The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES): in step with the English pages, complete for the pages
+declared translated, keeping every number, formula, code span, role and link of the English, and using the
+glossary's Chinese for each term. The Chinese build itself runs with -W in scripts/build_book.sh."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from transformer_lib.book import i18n
+from transformer_lib.book.labels import LABELS, translate, translate_figure
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
+CATALOGS = sorted(LOCALE.rglob("*.po"))
+
+
+def _catalog(page: str):
+    with open(LOCALE / f"{page}.po", "rb") as f:
+        return read_po(f)
+
+
+def _translated_messages():
+    for path in CATALOGS:
+        with open(path, "rb") as f:
+            for message in read_po(f):
+                if message.id and message.string:
+                    yield path.relative_to(LOCALE).with_suffix("").as_posix(), message
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory) -> Path:
+    """The messages of the pages as they are now (Sphinx's gettext builder; no notebook runs)."""
+    out = tmp_path_factory.mktemp("i18n") / "gettext"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, 'scripts'); import i18n; sys.exit(i18n.extract({str(out)!r}))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return out
+
+
+def incomplete(page_messages: set[str], catalog) -> list[str]:
+    """What keeps a page's catalog from being complete: messages of the page missing, empty or fuzzy."""
+    problems = []
+    for msgid in sorted(page_messages):
+        message = catalog.get(msgid)
+        if message is None or not message.string:
+            problems.append(f"untranslated: {msgid[:70]!r}")
+        elif message.fuzzy:
+            problems.append(f"fuzzy (the English changed): {msgid[:70]!r}")
+    return problems
+
+
+def test_every_page_has_a_catalog(templates):
+    pages = {p.relative_to(templates).with_suffix("").as_posix() for p in templates.rglob("*.pot")}
+    assert pages == {p.relative_to(LOCALE).with_suffix("").as_posix() for p in CATALOGS}, (
+        "run `.venv/bin/python scripts/i18n.py update` and commit locale/"
+    )
+    assert set(i18n.TRANSLATED) <= pages
+
+
+@pytest.mark.parametrize("page", i18n.TRANSLATED)
+def test_a_translated_page_has_every_message_translated_and_none_fuzzy(templates, page):
+    with open(templates / f"{page}.pot", "rb") as f:
+        messages = {m.id for m in read_po(f) if m.id}
+    problems = incomplete(messages, _catalog(page))
+    assert not problems, (
+        f"{page}: {len(problems)} of {len(messages)} messages; run scripts/i18n.py update and translate them",
+        problems[:10],
+    )
+
+
+def test_translations_keep_numbers_math_code_roles_and_links():
+    problems = [
+        f"{page}: {message.id[:60]!r}: {'; '.join(found)}"
+        for page, message in _translated_messages()
+        if (found := i18n.message_problems(message.id, message.string))
+    ]
+    assert not problems, problems
+
+
+def test_the_checks_fail_on_a_planted_fault(templates):
+    """An untranslated message, a fuzzy one, and a translation that changed a number, a formula, a code span, a
+    role's target or a link are each caught."""
+    catalog = _catalog("book/intro")
+    with open(templates / "book/intro.pot", "rb") as f:
+        messages = {m.id for m in read_po(f) if m.id}
+    planted = "A sentence the English page gained after its translation."
+    assert incomplete(messages | {planted}, catalog) == [f"untranslated: {planted[:70]!r}"]
+    first = next(iter(sorted(messages)))
+    catalog[first].flags.add("fuzzy")
+    assert incomplete(messages, catalog) == [f"fuzzy (the English changed): {first[:70]!r}"]
+    english = "5 tokens have 15 of their 25 pairs open, see $d_k$, `tl.causal_mask`, {doc}`5 <05_masks>` and [x](a.md)"
+    good = "5 个词元的 25 对中有 15 对开放，见 $d_k$、`tl.causal_mask`、{doc}`第 5 章 <05_masks>` 和 [x](a.md)"
+    assert i18n.message_problems(english, good) == []
+    for wrong, kind in [
+        (good.replace("15 对", "16 对"), "number"),
+        (good.replace("$d_k$", "$d_v$"), "math"),
+        (good.replace("`tl.causal_mask`", "`tl.padding_mask`"), "code"),
+        (good.replace("<05_masks>", "<04_attention>"), "role"),
+        (good.replace("(a.md)", "(b.md)"), "link"),
+    ]:
+        assert [p.split(":")[0] for p in i18n.message_problems(english, wrong)] == [kind], wrong
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Terms: the glossary is the one source of each term's Chinese
+# --------------------------------------------------------------------------------------------------------------
+def glossary_terms() -> dict[str, list[str]]:
+    """English term -> its accepted Chinese renderings, from book/glossary.md's table (the zh.d2l.ai term and the
+    alternatives the row gives, without the notes' variants in parentheses)."""
+    terms = {}
+    for line in (ROOT / "book" / "glossary.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("English", "---"):
+            continue
+        english = re.sub(r"\s*\(.*\)", "", cells[0])
+        chinese = re.sub(r"\((?:notes|the notes)[^)]*\)|†", "", cells[1])
+        options = [o.strip() for o in re.split(r"[/,、；;（）()]", chinese) if re.search(r"[\u4e00-\u9fff]", o)]
+        for name in re.split(r",\s*|\s*/\s*", english):
+            if options:
+                terms[name.strip()] = options
+    return terms
+
+
+# Terms too common in ordinary English to demand their Chinese in every sentence that uses the word
+_ORDINARY = {"stack", "head", "batch", "alignment", "vocabulary", "value", "key", "query", "step", "memory"}
+
+
+def test_the_glossary_gives_a_chinese_term_for_its_rows():
+    terms = glossary_terms()
+    assert len(terms) >= 60, len(terms)
+    assert terms["token"][0] == "词元" and "填充掩码" in terms["padding mask"] and "自注意力" in terms["self-attention"]
+
+
+def test_each_glossary_term_is_rendered_as_the_glossary_says():
+    """A translated message whose English uses a glossary term (as a word) uses one of the glossary's Chinese
+    renderings of it (or keeps the English word, as the glossary does for LayerNorm or softmax)."""
+    terms = {t: options for t, options in glossary_terms().items() if t not in _ORDINARY}
+    problems = []
+    for page, message in _translated_messages():
+        if page == "book/glossary":
+            continue
+        english = re.sub(r"`[^`]*`|\$[^$]*\$|\{[\w:-]+\}|\]\([^)]*\)", " ", message.id)
+        for term, options in terms.items():
+            if re.search(rf"(?<![\w-]){re.escape(term)}s?(?![\w-])", english, re.IGNORECASE):
+                if not any(o in message.string for o in options) and term.lower() not in message.string.lower():
+                    problems.append(f"{page}: {term!r} should read {' / '.join(options)}: {message.string[:50]!r}")
+    assert not problems, problems
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Figures: one label catalog
+# --------------------------------------------------------------------------------------------------------------
+def test_figure_labels_come_from_the_catalog_and_leave_data_alone():
+    figure = {
+        "data": [{"type": "heatmap", "name": "self-attention", "x": ["key", "the"], "z": [[1, 2]]}],
+        "layout": {
+            "title": {"text": "layer 2, head 1"},
+            "xaxis": {"title": {"text": "key"}},
+            "annotations": [{"text": "N = 6 ×"}, {"text": "Add & Norm"}],
+        },
+    }
+    zh = translate_figure(figure, "zh")
+    assert zh["data"][0]["name"] == "自注意力" and zh["data"][0]["x"] == ["key", "the"]  # token strings stay
+    assert zh["layout"]["title"]["text"] == "第 2 层，第 1 个头"
+    assert zh["layout"]["xaxis"]["title"]["text"] == "键"
+    assert [a["text"] for a in zh["layout"]["annotations"]] == ["N = 6 ×", LABELS["zh"]["Add & Norm"]]
+    assert figure["layout"]["title"]["text"] == "layer 2, head 1"  # the original is untouched
+    assert translate_figure(figure, "en") is figure
+    with pytest.raises(ValueError, match="lang: expected 'en' or one of"):
+        translate("attention", "fr")
+
+
+def test_the_catalogs_chinese_labels_keep_their_numbers():
+    assert all(not i18n.message_problems(english, chinese) for english, chinese in LABELS["zh"].items()), (
+        "a label's translation changed a number"
+    )

@@ -1,0 +1,127 @@
+"""The book in two languages from one source: Sphinx's gettext catalogs, and the switch between the two sites.
+
+The English site is built into ``_build/html``; the Chinese one from the same notebooks, with ``language = zh_CN``
+and the translations in ``locale/zh_CN/LC_MESSAGES/<page>.po``, into ``_build/html/zh``
+(``scripts/i18n.py build``, which ``scripts/build_book.sh`` runs). ``scripts/i18n.py update`` extracts the messages
+(Sphinx's ``gettext`` builder) and brings the catalogs in step (``sphinx-intl update``).
+
+As a Sphinx extension (listed in ``_config.yml``), :func:`setup` gives every page of either site a
+``<link rel="alternate" hreflang=...>`` to the same page in the other language and the script that turns it into
+the "中文 / English" button (``book/_static/language.js``, styled by ``book/_static/i18n.css``, which also gives the
+Chinese site a CJK font stack). :data:`TRANSLATED` lists the pages whose catalogs are complete; the catalog test
+(tests/test_i18n.py) holds them to it, and the other pages show their English on the Chinese site.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter
+from typing import Any
+
+__all__ = ["LANGUAGES", "TRANSLATED", "SUBDIR", "site_language", "kept_parts", "message_problems", "setup"]
+
+# Sphinx language code -> (the html lang attribute, the switch's label for that language)
+LANGUAGES: dict[str, tuple[str, str]] = {"en": ("en", "English"), "zh_CN": ("zh-CN", "中文")}
+SUBDIR = {"en": "", "zh_CN": "zh/"}  # where each site lives under _build/html
+# The pages whose Chinese catalog is complete (every message translated, none fuzzy): tests/test_i18n.py checks
+# them. A page not listed here reads in English on the Chinese site until its catalog is done.
+TRANSLATED: tuple[str, ...] = (
+    "book/bibliography",
+    "book/assignments/index",
+    "book/intro",
+)
+
+
+# What a translation must keep exactly as the English message has it: inline math, code spans, roles (with their
+# target), link targets and numbers. Order: each pattern is removed from the text before the next one looks.
+_KEPT: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("code", re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")),
+    ("math", re.compile(r"\$\$.+?\$\$|\$[^$\s](?:[^$]*?[^$\s])?\$")),
+    ("link", re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>|(?<![(<\w])(https?://[^\s)>]+)")),
+    ("number", re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|(?<=§)\d+(?:\.\d+)*")),
+)
+_ROLE = re.compile(r"\{([\w:-]+)\}")
+
+
+def kept_parts(text: str) -> dict[str, Counter]:
+    """The parts of a message that its translation keeps unchanged, counted by kind (``code``, ``role``, ``math``,
+    ``link``, ``number``). A role's displayed text may be translated: only its name and target count
+    (``{term}`词元 <token>``` keeps ``{term}`` and ``token``).
+
+    >>> parts = kept_parts("Divide by $d_k$, see {doc}`4 <04_attention>` and `tl.x` (§3.2.1, 2 times)")
+    >>> {kind: sorted(found) for kind, found in parts.items() if found}
+    {'role': ['{doc}04_attention'], 'code': ['tl.x'], 'math': ['$d_k$'], 'number': ['2', '3.2.1']}
+    """
+    found: dict[str, Counter] = {"role": Counter()}
+    rest = text
+    for match in re.finditer(r"\{([\w:-]+)\}(`+)(.+?)\2", rest):  # roles first: their content is not a code span
+        content = match.group(3)
+        target = re.search(r"<([^<>]+)>\s*$", content)
+        found["role"][f"{{{match.group(1)}}}{(target.group(1) if target else content).strip()}"] += 1
+    rest = re.sub(r"\{([\w:-]+)\}(`+)(.+?)\2", " ", rest)
+    for kind, pattern in _KEPT:
+        found[kind] = Counter()
+        for match in pattern.finditer(rest):
+            if kind == "code":
+                found[kind][match.group(2).strip()] += 1
+            elif kind == "link":
+                found[kind][next(g for g in match.groups() if g)] += 1
+            else:
+                found[kind][match.group(0)] += 1
+        rest = pattern.sub(" ", rest)
+    return found
+
+
+def message_problems(msgid: str, msgstr: str) -> list[str]:
+    """What a translation changed that it must keep (empty when nothing): each kind whose parts differ, with both.
+
+    >>> message_problems("Five tokens have 15 pairs", "5 个词元有 16 对")
+    ["number: the English has ['15'], the translation ['16', '5']"]
+    """
+    problems = []
+    english, chinese = kept_parts(msgid), kept_parts(msgstr)
+    for kind in english:
+        if english[kind] != chinese[kind]:
+            problems.append(
+                f"{kind}: the English has {sorted(english[kind].elements())}, "
+                f"the translation {sorted(chinese[kind].elements())}"
+            )
+    return problems
+
+
+def site_language(config: Any) -> str:
+    """The language a build writes ("en" or "zh_CN"), from Sphinx's config."""
+    language = getattr(config, "language", None) or "en"
+    return "zh_CN" if language.startswith("zh") else "en"
+
+
+def _alternates(app: Any, pagename: str, context: dict) -> str:
+    """``<link rel="alternate">`` tags to this page in every language, relative to this page."""
+    here = site_language(app.config)
+    to_root = context.get("content_root") or "./"  # this site's root, relative to the page ("../" from book/x)
+    site_root = posixpath.join(to_root, "..") if SUBDIR[here] else to_root  # the English site's root
+    target = app.builder.get_target_uri(pagename)
+    tags = []
+    for language, (hreflang, label) in LANGUAGES.items():
+        href = posixpath.normpath(posixpath.join(site_root, SUBDIR[language], target))
+        current = ' data-current="1"' if language == here else ""
+        tags.append(f'<link rel="alternate" hreflang="{hreflang}" href="{href}" title="{label}"{current} />')
+    return "\n".join(tags) + "\n"
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Sphinx extension: language links and the switch on every page, CJK fonts on the Chinese site."""
+
+    def page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+        if app.builder.format != "html":
+            return
+        context["metatags"] = context.get("metatags", "") + _alternates(app, pagename, context)
+
+    def add_files(app: Any) -> None:
+        app.add_js_file("language.js")
+        app.add_css_file("i18n.css")  # the switch's style; the CJK fonts apply to the Chinese site only
+
+    app.connect("builder-inited", add_files)
+    app.connect("html-page-context", page_context)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -31,7 +31,7 @@ def loglog_slope(xs: list[float], ys: list[float]) -> float:
         raise ValueError(f"xs, ys: expected two equal-length lists of >= 2 points, got {len(xs)} and {len(ys)}")
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
 
 
 def attention_benchmark(

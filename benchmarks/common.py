@@ -48,7 +48,7 @@ def ratio_summary(numerator: Sequence[float], denominator: Sequence[float]) -> d
     """Summary of the per-round ratios ``numerator[i] / denominator[i]`` (same round = same machine load)."""
     if len(numerator) != len(denominator):
         raise ValueError(f"numerator, denominator: expected equal lengths, got {len(numerator)}, {len(denominator)}")
-    return summarize([a / b for a, b in zip(numerator, denominator)])
+    return summarize([a / b for a, b in zip(numerator, denominator, strict=True)])
 
 
 def environment(device: torch.device, dtype: torch.dtype) -> dict:
@@ -61,7 +61,7 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "threads": torch.get_num_threads(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     info["cpu_count"] = os.cpu_count()
     try:
@@ -93,8 +93,8 @@ def format_table(rows: list[dict], columns: list[tuple[str, str]], title: str = 
 
     body = [[cell(row.get(key)) for _, key in columns] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, (h, _) in enumerate(columns)]
-    line = "  ".join(h.rjust(w) for (h, _), w in zip(columns, widths))
+    line = "  ".join(h.rjust(w) for (h, _), w in zip(columns, widths, strict=True))
     out = [title] if title else []
     out += [line, "-" * len(line)]
-    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in body]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in body]
     return "\n".join(out)

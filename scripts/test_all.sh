@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every test: unit tests, every notebook under nbval (times reported; one over 3 x 90 s fails), then build the site
+# Run every test: lint (ruff, mypy, import-linter), unit tests and doctests, every notebook under nbval (times reported; one over 3 x 90 s fails), then build the site
 # and check it in headless Chromium (skipped, with a message, when /usr/bin/chromium is missing).
 # Every stage runs; the exit status is non-zero if any stage failed.
 set -uo pipefail
@@ -24,8 +24,11 @@ stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
     fi
 }
 
-stage "unit tests" $py -m pytest tests -m "not browser" -n 2 --dist loadfile
+stage "lint" bash scripts/lint.sh
+stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" -n 2 --dist loadfile
 stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
+# every chapter page run in a real JupyterLab in headless Chromium (skipped, with a message, without Chromium)
+stage "jupyterlab" $py -m pytest tests -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
 stage "build" bash scripts/build_book.sh
 if [ -d _build/html ]; then
     stage "browser" $py -m pytest tests -m browser -p no:cacheprovider  # every test marked browser, in any file

@@ -7,6 +7,8 @@
 #   onnxruntime-web/      npm: onnxruntime-web                (runs chapter 7's live translator; loaded on demand by
 #                         book/_static/translator/translator.js only: the plain WebAssembly build, one thread, so
 #                         no WebGPU/WebGL/JSEP builds and no cross-origin isolation needed)
+#   axe-core/axe.min.js   npm: axe-core                       (accessibility checks; injected by tests/test_browser.py
+#                         only, never loaded by a page)
 # plotly.min.js is NOT vendored here: transformer_lib.book.site copies it from the installed plotly package at
 # build time, so the site's plotly.js always matches the Python plotly that wrote the figures.
 set -euo pipefail
@@ -14,6 +16,7 @@ REQUIREJS_VERSION=2.3.7
 HTML_MANAGER_VERSION=1.0.15   # pairs with ipywidgets 8.1 (@jupyter-widgets/controls 5, base 6)
 MATHJAX_VERSION=3.2.2
 ONNXRUNTIME_WEB_VERSION=1.30.0
+AXE_CORE_VERSION=4.14.1
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="$root/book/_static/vendor"
@@ -21,11 +24,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 npm pack --silent "requirejs@$REQUIREJS_VERSION" "@jupyter-widgets/html-manager@$HTML_MANAGER_VERSION" \
-    "mathjax@$MATHJAX_VERSION" "onnxruntime-web@$ONNXRUNTIME_WEB_VERSION" >/dev/null
+    "mathjax@$MATHJAX_VERSION" "onnxruntime-web@$ONNXRUNTIME_WEB_VERSION" "axe-core@$AXE_CORE_VERSION" >/dev/null
 for tgz in *.tgz; do mkdir -p "${tgz%.tgz}" && tar xzf "$tgz" -C "${tgz%.tgz}"; done
 
 rm -rf "$dest" && mkdir -p "$dest/ipywidgets" "$dest/mathjax/output/chtml/fonts" "$dest/mathjax/input/tex" \
-    "$dest/onnxruntime-web"
+    "$dest/onnxruntime-web" "$dest/axe-core"
 cp "requirejs-$REQUIREJS_VERSION/package/require.js" "$dest/require.js"
 cp "jupyter-widgets-html-manager-$HTML_MANAGER_VERSION/package/dist/embed-amd.js" "$dest/ipywidgets/"
 # its icon fonts (Font Awesome), found through book/_static/ipywidgets-setup.js; modern browsers need no more
@@ -39,12 +42,14 @@ cp "$mj/LICENSE" "$dest/mathjax/LICENSE"
 # the ES-module API, its WebAssembly glue and the single WebAssembly binary they load (env.wasm.wasmPaths)
 ort="onnxruntime-web-$ONNXRUNTIME_WEB_VERSION/package/dist"
 cp "$ort/ort.wasm.min.mjs" "$ort/ort-wasm-simd-threaded.mjs" "$ort/ort-wasm-simd-threaded.wasm" "$dest/onnxruntime-web/"
+cp "axe-core-$AXE_CORE_VERSION/package/axe.min.js" "axe-core-$AXE_CORE_VERSION/package/LICENSE" "$dest/axe-core/"
 
 cat > "$dest/VERSIONS.txt" <<TXT
 requirejs@$REQUIREJS_VERSION (MIT) -> require.js
 @jupyter-widgets/html-manager@$HTML_MANAGER_VERSION (BSD-3-Clause) -> ipywidgets/embed-amd.js and its Font Awesome fonts (SIL OFL 1.1)
 mathjax@$MATHJAX_VERSION (Apache-2.0) -> mathjax/ (es5/tex-mml-chtml.js, CHTML woff-v2 fonts, TeX extensions)
 onnxruntime-web@$ONNXRUNTIME_WEB_VERSION (MIT) -> onnxruntime-web/ (dist/ort.wasm.min.mjs, ort-wasm-simd-threaded.mjs and .wasm)
+axe-core@$AXE_CORE_VERSION (MPL-2.0) -> axe-core/ (axe.min.js, for tests/test_browser.py only; not loaded by any page)
 Refresh with: bash scripts/vendor_js.sh
 TXT
 (cd "$dest" && find . -type f | sort | xargs sha256sum > "$work/SHA256SUMS" && mv "$work/SHA256SUMS" .)

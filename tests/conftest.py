@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -16,3 +18,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="marked gpu: needs a CUDA device, and none is available here")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def sol():
+    """Every object the solution notebooks define (their exercise and setup cells): test_checks and test_record."""
+    from transformer_lib.classroom.assignments import ASSIGNMENTS, notebook_namespace
+
+    root = Path(__file__).resolve().parents[1]
+    ns = {}
+    for aid in ASSIGNMENTS:
+        ns.update(notebook_namespace(root / "assignments" / f"{aid}.ipynb", skip_tags=("check", "demo")))
+    return ns

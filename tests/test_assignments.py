@@ -1,12 +1,16 @@
 """The assignment notebooks: student versions generated from the solutions and in sync with them, stubs that
 raise, no leaked answers, consistent check cells, and the teacher's copy of the book."""
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 
 from transformer_lib.classroom import assignments as A
 from transformer_lib.classroom.assignments import ASSIGNMENTS, BEGIN, END
@@ -81,7 +85,7 @@ def test_every_exercise_has_a_stub_a_demo_and_a_check_cell(aid):
     code = [c for c in nb.cells if c.cell_type == "code"]
     stubs = [c for c in code if "raise NotImplementedError(" in c.source]
     assert len(stubs) == len(ASSIGNMENTS[aid].exercises)
-    for ex, cell in zip(ASSIGNMENTS[aid].exercises, stubs):
+    for ex, cell in zip(ASSIGNMENTS[aid].exercises, stubs, strict=True):
         name = ex.names[0]
         assert re.search(rf"^(def|class) {name}\b", cell.source, re.M), (name, cell.source)
         assert '"""' in cell.source  # the docstring stays
@@ -202,6 +206,52 @@ def test_teacher_book_puts_the_solutions_in_place(tmp_path):
         A.build_teacher_book(dest, root)
     with pytest.raises(ValueError, match="outside the repository"):
         A.build_teacher_book(root / "inside", root)
+
+
+def test_the_teacher_build_runs_the_books_notebook_execution_with_this_python(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    (root / "book" / "assignments").mkdir(parents=True)
+    (root / "assignments").mkdir()
+    (root / "_build" / ".jupyter_cache").mkdir(parents=True)
+    (root / "_build" / ".jupyter_cache" / "global.db").write_text("the book's cache")
+    shutil.copy(ROOT / "_toc.yml", root / "_toc.yml")
+    shutil.copy(ROOT / "assignments" / "03_attention.ipynb", root / "assignments")
+    ran = []
+    monkeypatch.setattr(A.subprocess, "run", lambda cmd, **kw: ran.append((cmd, kw)))
+    dest = A.build_teacher_book(tmp_path / "teacher", root, build=True, jobs=3)
+    (execute, kw), (build, _) = ran
+    assert execute == [
+        sys.executable,
+        str(dest / "scripts" / "execute_notebooks.py"),
+        "--jobs",
+        "3",
+        "--timeout",
+        "600",
+    ]
+    assert kw["cwd"] == dest and kw["env"]["OMP_NUM_THREADS"]  # as scripts/build_book.sh runs it
+    assert build[0] == sys.executable and build[-6:] == ["build", str(dest), "--builder", "html", "-W", "--keep-going"]
+    assert (dest / "_build" / ".jupyter_cache" / "global.db").read_text() == "the book's cache"  # unchanged: reused
+    A.build_teacher_book(tmp_path / "quick", root, assignments_only=True)
+    captions = [p["caption"] for p in yaml.safe_load((tmp_path / "quick" / "_toc.yml").read_text())["parts"]]
+    assert captions == ["Assignments", "Reference"]
+    with pytest.raises(ValueError, match="jobs: expected an int >= 1, got 0"):
+        A.build_teacher_book(tmp_path / "none", root, jobs=0)
+
+
+@pytest.mark.slow
+def test_command_5_builds_the_teachers_book_without_an_activated_venv(tmp_path):
+    """README's command 5, from a shell whose PATH has no virtual environment (the assignments part only, ~45 s:
+    executing every chapter is the book build's business, and the full command reuses its cache)."""
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "LANG", "TMPDIR", "CI")}
+    env["PATH"] = "/usr/bin:/bin"
+    command = [sys.executable, "-m", "transformer_lib.classroom.assignments", "--teacher-book", str(tmp_path / "tb")]
+    done = subprocess.run(
+        [*command, "--build", "--assignments-only"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "execute_notebooks: 7 notebook(s) to run, 2 at a time" in done.stdout
+    page = (tmp_path / "tb" / "_build" / "html" / "book" / "assignments" / "03_attention.html").read_text()
+    assert "BEGIN SOLUTION" in page and "All 7 cases match the reference" in page  # the solution, run and checked
 
 
 def test_the_installed_package_finds_the_repository_from_the_current_folder_not_its_own_path(tmp_path, monkeypatch):

@@ -167,7 +167,7 @@ def test_page_renders_offline(name: str, browser, site_url: str) -> None:
         visit.close()
 
 
-@pytest.mark.parametrize("query", ["attention", "divide"])
+@pytest.mark.parametrize("query", ["attention", "divide", "softmax"])
 def test_search_finds_pages_and_shows_formulas_as_text(query: str, browser, site_url: str) -> None:
     """Search works offline; its snippets show formulas as readable text, not LaTeX source (search-math.js)."""
     visit = Visit(browser, site_url + f"search.html?q={query}")
@@ -180,8 +180,24 @@ def test_search_finds_pages_and_shows_formulas_as_text(query: str, browser, site
         text = visit.page.inner_text("#search-results")
         assert hits.count() >= 1
         assert "\\(" not in text and "\\sqrt" not in text and "$$" not in text, text[:500]
+        assert "mathrm" not in text and "\\left" not in text and "\\!" not in text, text[:500]
         sample = visit.page.evaluate("() => window.tlCleanSearchText('divide by \\\\(\\\\sqrt{d_k}\\\\) here')")
         assert sample == "divide by √d_k here"
+        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
+    finally:
+        visit.close()
+
+
+def test_search_splits_chinese_into_words(browser, site_url: str) -> None:
+    """ "掩码" (mask) finds the pages that write 填充掩码 (padding mask): the index is segmented with jieba."""
+    visit = Visit(browser, site_url + "search.html?q=掩码")
+    try:
+        visit.page.locator("#search-results ul.search li").first.wait_for(timeout=DRAWN_TIMEOUT_MS)
+        visit.page.wait_for_function(
+            "() => !document.querySelector('#search-results').innerText.includes('Searching')", timeout=DRAWN_TIMEOUT_MS
+        )
+        links = visit.page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.href)")
+        assert any("glossary" in h for h in links) and any("02_tokens_and_embeddings" in h for h in links), links
         assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
     finally:
         visit.close()
@@ -559,3 +575,222 @@ def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(
         context.close()
     assert measured > 100, f"only {measured} labels could be measured against their boxes"
     assert not problems, problems
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A reader on a phone (390 px, touch), in dark mode, with assistive technology (issue 24).
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "service_workers": "block"}
+READER_SHOTS = ROOT / "shots"  # the screenshots a person looks at: the open drawer, a tapped menu, the home page
+
+
+def _content_pages() -> list[str]:
+    """The built pages, less those that only redirect (index.html)."""
+    return [
+        n for n in _site_pages() if not (SITE / n).read_text(encoding="utf-8").startswith('<meta http-equiv="Refresh"')
+    ]
+
+
+def _wait_drawn(page) -> None:
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.tl-plotly-figure')].every(d => d.querySelector('.main-svg'))",
+        timeout=DRAWN_TIMEOUT_MS,
+    )
+
+
+DRAWER_OPEN = """drawer => { const d = document.querySelector(drawer);
+  return !!d && d.open && [...d.querySelectorAll('a')].some(a => a.getBoundingClientRect().width > 0); }"""
+VISIBLE_MENUS_STATE = """gd => JSON.stringify([gd.data.map(t => t.visible), gd.layout.title && gd.layout.title.text])"""
+
+
+@pytest.fixture(scope="module")
+def phone_sweep(browser, site_url: str) -> dict[str, dict]:
+    """Every page once on a touch phone: tap ☰ and "On this page" and see their drawers open; tap each menu of a
+    plotly figure and pick another entry, and see the figure change; read each figure's toolbar settings."""
+    pages = _content_pages()
+    if not pages:
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    READER_SHOTS.mkdir(exist_ok=True)
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    found: dict[str, dict] = {"drawers": {}, "menus": {}, "plotly_dropdowns": {}, "toolbars": {}, "tapped": {}}
+    try:
+        for name in pages:
+            page.goto(site_url + name, wait_until="load")
+            _wait_drawn(page)
+            stem = Path(name).stem
+            for toggle, drawer in (
+                (".primary-toggle", "#pst-primary-sidebar-modal"),
+                (".secondary-toggle", "#pst-secondary-sidebar-modal"),
+            ):
+                buttons = page.locator(f"{toggle}:visible")
+                if not buttons.count():
+                    if toggle == ".primary-toggle" or page.locator(toggle).count():
+                        found["drawers"].setdefault(name, []).append(f"no visible {toggle}")
+                    continue
+                buttons.first.tap()
+                try:
+                    page.wait_for_function(DRAWER_OPEN, arg=drawer, timeout=5_000)
+                except PlaywrightTimeout:
+                    found["drawers"].setdefault(name, []).append(f"tapping {toggle} did not open {drawer}")
+                    continue
+                if stem == "intro":
+                    page.screenshot(path=str(READER_SHOTS / f"phone_drawer_{toggle[1:]}.png"))
+                page.keyboard.press("Escape")
+                page.wait_for_function(f"() => !document.querySelector('{drawer}').open", timeout=5_000)
+            # plotly dropdowns ignore taps: none may be left; every HTML menu over a figure is tapped and changed
+            found["plotly_dropdowns"][name] = page.evaluate(
+                "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(gd =>"
+                " (gd.layout.updatemenus || []).filter(m => m.type !== 'buttons').map(m => gd.id))"
+            )
+            found["toolbars"][name] = page.evaluate(
+                "() => [...document.querySelectorAll('.js-plotly-plot')].filter(gd => gd._context.showSendToCloud"
+                " || gd._context.displaylogo || gd._context.displayModeBar !== false"
+                ' || gd.querySelector(\'.modebar-btn[data-title*="Share"], .modebar-btn[data-title*="Cloud"]\'))'
+                ".map(gd => gd.id)"
+            )
+            selects = page.locator(".tl-plotly-menus select")
+            for j in range(selects.count()):
+                select = selects.nth(j)
+                figure = select.locator(
+                    "xpath=ancestor::div[contains(@class, 'tl-plotly-menus')][1]"
+                    "/following-sibling::div[contains(@class, 'tl-plotly-figure')][1]"
+                )
+                before = figure.evaluate(VISIBLE_MENUS_STATE)
+                select.scroll_into_view_if_needed()
+                select.tap()
+                values = select.evaluate("s => [...s.options].map(o => o.value)")
+                current = select.evaluate("s => s.value")
+                select.select_option([v for v in values if v != current][-1])
+                try:
+                    page.wait_for_function(
+                        f"gd => ({VISIBLE_MENUS_STATE})(gd) !== {before!r}", arg=figure.element_handle(), timeout=5_000
+                    )
+                    found["tapped"][f"{name} menu {j}"] = True
+                except PlaywrightTimeout:
+                    found["menus"].setdefault(name, []).append(f"menu {j}: the figure did not change")
+                if not (READER_SHOTS / "phone_tapped_menu.png").exists():
+                    page.wait_for_timeout(300)
+                    figure.scroll_into_view_if_needed()
+                    page.screenshot(path=str(READER_SHOTS / "phone_tapped_menu.png"))
+            if stem == "intro":
+                page.evaluate("() => window.scrollTo(0, 0)")
+                page.screenshot(path=str(READER_SHOTS / "phone_home.png"))
+    finally:
+        context.close()
+    return found
+
+
+def test_a_phone_opens_the_navigation_and_the_page_contents_by_touch(phone_sweep: dict) -> None:
+    """At 390 px with touch, on every page, a tap on ☰ opens the table of contents and a tap on "On this page"
+    opens the page's sections (book/_static/reader.js hands the visible buttons' taps to the themes' handlers)."""
+    assert not phone_sweep["drawers"], phone_sweep["drawers"]
+
+
+def test_plotly_menus_are_html_menus_that_change_the_figure_by_touch(phone_sweep: dict) -> None:
+    """No plotly dropdown is left on any page (they ignore taps); each became HTML menus over its figure
+    (book/_static/plotly-theme.js), and tapping one and picking another entry changes the figure."""
+    left = {name: ids for name, ids in phone_sweep["plotly_dropdowns"].items() if ids}
+    assert not left, f"plotly dropdowns left: {left}"
+    assert not phone_sweep["menus"], phone_sweep["menus"]
+    pages = {key.split(" menu ")[0] for key in phone_sweep["tapped"]}
+    assert {
+        "book/01_why_not_rnn.html",
+        "book/06_multi_head_attention.html",
+        "book/07_cross_attention_and_decoding.html",
+    } <= pages, sorted(pages)
+
+
+def test_no_figure_toolbar_offers_to_upload_and_phones_show_none(phone_sweep: dict) -> None:
+    """Every figure's toolbar has no "Share chart..." (upload) button and no plotly logo; on a touch screen it is
+    off, so it cannot cover the figure's title (transformer_lib.book.site.PLOTLY_CONFIG)."""
+    bad = {name: ids for name, ids in phone_sweep["toolbars"].items() if ids}
+    assert not bad, bad
+
+
+def test_figure_toolbar_buttons_send_nothing_off_the_machine(browser, site_url: str) -> None:
+    """On a desktop, every button of a figure's toolbar is pressed: none offers to upload, no request leaves
+    the machine."""
+    if not (SITE / "book/04_attention.html").exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    visit = Visit(browser, site_url + "book/04_attention.html")
+    page = visit.page
+    try:
+        _wait_drawn(page)
+        figure = page.locator(".tl-plotly-figure").first
+        figure.scroll_into_view_if_needed()
+        figure.hover()
+        titles = figure.locator(".modebar-btn").evaluate_all("bs => bs.map(b => b.getAttribute('data-title'))")
+        assert titles and not [t for t in titles if re.search(r"share|cloud|studio|plotly", t or "", re.I)], titles
+        for k in range(len(titles)):
+            figure.hover()
+            figure.locator(".modebar-btn").nth(k).click()
+        page.wait_for_timeout(500)
+        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
+    finally:
+        visit.close()
+
+
+CONTRAST = r"""() => {
+  // WCAG contrast of each control's text against what is behind it: HTML buttons, menus and folds in the article,
+  // and the buttons of plotly's own menus (text and button drawn in SVG)
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = c => { const [r, g, b] = rgb(c).slice(0, 3).map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const opaque = c => { const v = rgb(c); return v.length === 3 || (v.length === 4 && v[3] > 0.5); };
+  const behind = el => { for (let e = el; e; e = e.parentElement) { const b = getComputedStyle(e).backgroundColor;
+    if (opaque(b)) { return b; } } return getComputedStyle(document.body).backgroundColor; };
+  const low = [];
+  document.querySelectorAll('article.bd-article button, article.bd-article select, article.bd-article summary')
+    .forEach(el => { if (!el.getClientRects().length || !el.innerText.trim()) { return; }
+      const r = ratio(getComputedStyle(el).color, behind(el));
+      if (r < 4.5) { low.push(`${el.tagName} "${el.innerText.trim().slice(0, 30)}": ${r.toFixed(1)}`); } });
+  document.querySelectorAll('.updatemenu-button').forEach(g => {
+    const rect = g.querySelector('rect'), text = g.querySelector('text');
+    if (!rect || !text || !text.textContent.trim()) { return; }
+    const r = ratio(getComputedStyle(text).fill, getComputedStyle(rect).fill);
+    if (r < 4.5) { low.push(`plotly menu "${text.textContent.trim()}": ${r.toFixed(1)}`); }
+  });
+  return low;
+}"""
+
+
+@pytest.mark.parametrize("name", ["book/03_positional_encoding.html", "book/appendix_pretrained.html"])
+def test_dark_mode_follows_the_system_and_controls_stay_readable(name: str, browser, site_url: str) -> None:
+    """A reader whose system is set to dark gets the dark theme at once; every control's text (HTML buttons,
+    menus, folds, plotly's menu buttons such as chapter 3's "40 positions") has a contrast of at least 4.5, and
+    the library-source panels are dark."""
+    if not (SITE / name).exists():
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark", service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(site_url + name, wait_until="load")
+        _wait_drawn(page)
+        page.wait_for_timeout(500)  # the figures' dark relayout
+        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        low = page.evaluate(CONTRAST)
+        assert not low, low
+        filters = page.evaluate(
+            "() => [...document.querySelectorAll('.tl-source pre')].map(p => getComputedStyle(p).filter)"
+        )
+        assert all("invert(1)" in f for f in filters), filters
+        READER_SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(READER_SHOTS / f"dark_{Path(name).stem}.png"))
+    finally:
+        context.close()
+
+
+def test_file_names_in_the_text_are_not_links_to_web_sites() -> None:
+    """ "README.md" on the assignments page is a file name, not a link to http://README.md (linkify's fuzzy links
+    are off in _config.yml)."""
+    pages = sorted(SITE.rglob("*.html"))
+    if not pages:
+        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
+    bare = re.compile(r'href="https?://[^"/]+\.(md|py|txt|json|ipynb|yml|sh)"')
+    found = {p.relative_to(SITE).as_posix(): bare.findall(p.read_text(encoding="utf-8")) for p in pages}
+    assert not {k: v for k, v in found.items() if v}, found

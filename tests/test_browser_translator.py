@@ -276,3 +276,38 @@ def test_chapter_7_on_the_built_site(browser, library) -> None:  # noqa: F811
     finally:
         v.close()
         server.shutdown()
+
+
+def test_irregular_input_is_read_as_python_reads_it(visit, library) -> None:
+    """Capitals, punctuation, odd spacing: the page's normalizeSentence is data.normalize_sentence, token for token."""
+    model, corpus = library
+    page = visit.page
+    for text in [
+        "The big mouse likes this black table.",
+        "the  big   mouse likes\tthis black table",
+        "  THE CAT, sees the dog!!  ",
+        "the cats do not see...a red house?",
+        "the ｃａｔ sees the dog",  # full-width letters are letters to both
+    ]:
+        expected_text = tl.data.normalize_sentence(text)
+        src = recipes.source_ids(corpus, text)
+        expected = tl.greedy_decode(model, src, 20, BOS_ID, EOS_ID)[0].tolist()
+        got = page.evaluate(
+            f"t => {EL}.translator.translate(t, 'greedy', {{}}).then(r => ({{normalized: r.normalized, "
+            "srcIds: r.srcIds, tokens: r.tokens}))",
+            text,
+        )
+        assert got["normalized"] == expected_text, text
+        assert got["srcIds"] == src[0].tolist(), text
+        assert got["tokens"] == expected, text
+    page.select_option("#live-translator [name=method]", value="greedy")
+    page.fill("#live-translator [name=text]", "The big mouse likes this black table.")
+    run_ui(page)
+    assert "Read as “the big mouse likes this black table”" in page.inner_text("#live-translator .tl-lt-message")
+    assert "<unk>" not in page.inner_text("#live-translator .tl-lt-message")
+    page.fill("#live-translator [name=text]", "the zebra sees a gnu")
+    run_ui(page)
+    assert "reads them as <unk>" in page.inner_text("#live-translator .tl-lt-message")  # two words: plural
+    page.fill("#live-translator [name=text]", "!!!")
+    run_ui(page)
+    assert page.inner_text("#live-translator .tl-lt-timing") == ""  # no stale "Translated in ... ms" after an error

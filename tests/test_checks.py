@@ -18,15 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def sol():
-    """Every object the solution notebooks define (their exercise and setup cells)."""
-    ns = {}
-    for aid in ASSIGNMENTS:
-        ns.update(notebook_namespace(ROOT / "assignments" / f"{aid}.ipynb", skip_tags=("check", "demo")))
-    return ns
-
-
-@pytest.fixture(scope="module")
 def stubs():
     return {
         aid: notebook_namespace(ROOT / "book" / "assignments" / f"{aid}.ipynb", skip_tags=("check", "demo"))
@@ -146,32 +137,32 @@ def test_an_exception_names_the_input_and_the_line():
 # The catalogue of mistakes is built on the right answer
 # --------------------------------------------------------------------------------------------------------------
 def test_mistake_variants_with_no_mistake_are_the_reference(sol):
-    for _, c in checks._attention_cases()[:4]:
+    for _, c in checks.attention._attention_cases()[:4]:
         want_out, want_w = tl.scaled_dot_product_attention(c["q"], c["k"], c["v"], c["mask"], need_weights=True)
-        got = checks._attention_variant(c["q"], c["k"], c["v"], c["mask"])
+        got = checks.attention._attention_variant(c["q"], c["k"], c["v"], c["mask"])
         assert torch.allclose(got["output"], want_out, atol=1e-12) and torch.allclose(got["weights"], want_w)
     m = sol["MultiHead"](16, 4).double()
     x, mask = torch.randn(2, 3, 16, dtype=torch.float64), tl.causal_mask(3)
     out, w = m(x, x, x, mask)
-    got = checks._mha_variant(m, x, x, x, mask, 4)
+    got = checks.multi_head._mha_variant(m, x, x, x, mask, 4)
     assert torch.allclose(got["output"], out, atol=1e-12) and torch.allclose(got["weights"], w, atol=1e-12)
-    assert torch.allclose(checks._pe_variant(7, 10), tl.sinusoidal_encoding(7, 10, dtype=torch.float64))
+    assert torch.allclose(checks.positions._pe_variant(7, 10), tl.sinusoidal_encoding(7, 10, dtype=torch.float64))
     model = checks.tiny_translator()
-    src = checks._SRC
-    assert torch.equal(checks._greedy_variant(model, src, 8)["tokens"], tl.greedy_decode(model, src, 8, 1, 2))
+    src = checks.decoder._SRC
+    assert torch.equal(checks.decoder._greedy_variant(model, src, 8)["tokens"], tl.greedy_decode(model, src, 8, 1, 2))
 
 
 def test_the_decoding_model_exercises_early_and_late_endings():
     model = checks.tiny_translator()
-    out = tl.greedy_decode(model, checks._SRC, 8, 1, 2)
+    out = tl.greedy_decode(model, checks.decoder._SRC, 8, 1, 2)
     ended = (out == 2).any(1)
     assert ended.any() and not ended.all()  # some rows end early, one runs to the limit
     assert (out[:, 1:] != 0).sum(1).unique().numel() > 2  # the rows end at different steps
     assert (out[:, 1:] != 1).all()  # <bos> is never generated, so a wrong loop cannot pass by accident
     best = tl.beam_search(
-        checks.tiny_translator(seed=0, eos_bias=1.5), checks._SRC[0:1], 8, 1, 2, beam_size=3, length_penalty=0.0
+        checks.tiny_translator(seed=0, eos_bias=1.5), checks.decoder._SRC[0:1], 8, 1, 2, beam_size=3, length_penalty=0.0
     )[0][0].tokens
-    greedy = tl.greedy_decode(checks.tiny_translator(seed=0, eos_bias=1.5), checks._SRC[0:1], 8, 1, 2)[0]
+    greedy = tl.greedy_decode(checks.tiny_translator(seed=0, eos_bias=1.5), checks.decoder._SRC[0:1], 8, 1, 2)[0]
     assert best.tolist() != greedy.tolist()  # so the beam check can tell beam search from greedy decoding
 
 
@@ -260,7 +251,7 @@ def test_wrong_padding(fn, phrases):
 
 
 def _pe(max_len, d_model, **kw):
-    return checks._pe_variant(max_len, d_model, **kw).float()
+    return checks.positions._pe_variant(max_len, d_model, **kw).float()
 
 
 @pytest.mark.parametrize(
@@ -344,6 +335,50 @@ def test_wrong_attention(fn, phrases):
     assert_fails_with(checks.check_attention(fn), *phrases)
 
 
+@pytest.mark.parametrize(
+    "fn, failed, points",
+    [
+        (_attn(), set(), 10),
+        (_attn(scale=lambda d: 1.0), {"scaling"}, 7),  # no ÷√d_k: the softmax and the mask are still right
+        (_attn(scale=lambda d: 1 / d), {"scaling"}, 7),
+        (_attn(mask_mode="invert"), {"masking"}, 7),
+        (_attn(mask_mode="ignore"), {"masking"}, 7),
+        (_attn(mask_mode="zero"), {"masking"}, 7),
+        (_attn(mask_mode="ignore", late_fill=0.0), {"masking"}, 7),
+        (
+            lambda q, k, v, mask=None: (_attn()(q, k, v, mask)[1] @ v * 2, _attn()(q, k, v, mask)[1]),
+            {"returned weights"},
+            8,
+        ),
+        (_attn(dim=-2), {"scaling", "softmax rows", "masking", "returned weights"}, 0),
+        (_attn(weights_only=True), {"scaling", "softmax rows", "masking", "returned weights"}, 0),
+        (
+            lambda q, k, v, mask=None: (v[..., :1, :].expand(*q.shape[:-1], v.shape[-1]), None),
+            {"scaling", "softmax rows", "masking", "returned weights"},
+            0,
+        ),
+    ],
+)
+def test_attention_earns_partial_credit_per_part(fn, failed, points):
+    """Assignment 3's 10 points are split over four parts of its check; each wrong implementation loses exactly the
+    parts it gets wrong, and still gets the hint that names its mistake."""
+    exercise = ASSIGNMENTS["03_attention"].exercise("attention")
+    result = checks.check_attention(fn)
+    assert set(result.parts) == {"scaling", "softmax rows", "masking", "returned weights"}
+    assert {p for p, ok in result.parts.items() if not ok} == failed, result.parts
+    assert result.passed == (not failed) and exercise.earned(result) == points
+
+
+def test_partial_credit_needs_parts_that_add_up():
+    from transformer_lib.classroom.registry import Exercise
+
+    with pytest.raises(ValueError, match=r"parts: expected \(name, points > 0\) pairs whose points add up to 10"):
+        Exercise(("f",), "check_f", points=10, parts=(("a", 3), ("b", 3)))
+    stub = checks.check_attention(lambda q, k, v, mask=None: (_ for _ in ()).throw(NotImplementedError()))
+    assert stub.not_implemented and not any(stub.parts.values())  # a stub earns nothing
+    assert ASSIGNMENTS["03_attention"].exercise("attention").earned(stub) == 0
+
+
 def test_a_float32_square_root_is_not_a_mistake():
     def attention(q, k, v, mask=None):  # √d_k as a float32 tensor: off by ~1e-8 from math.sqrt in float64
         scores = q @ k.transpose(-2, -1) / torch.sqrt(torch.tensor(q.shape[-1], dtype=torch.float32))
@@ -389,15 +424,18 @@ def test_wrong_padding_masks(fn, phrases):
 @pytest.mark.parametrize(
     "fn, phrases",
     [
-        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["looks inverted"]),
-        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["looks inverted"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(1), ["True where attention is blocked", "~mask"]),
+        (lambda n: ~torch.ones(n, n, dtype=torch.bool).tril(), ["True where attention is blocked", "triu(diagonal=1)"]),
+        (lambda n: torch.ones(n, n, dtype=torch.bool).triu(), ["the positions after it", ".tril()"]),
         (lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1), ["causal mask is off by one", "keep the diagonal"]),
         (lambda n: torch.ones(n, n, dtype=torch.bool).tril(1), ["causal mask is off by one", "one future token"]),
         (lambda n: torch.ones(n, n).tril(), ["boolean"]),
     ],
 )
 def test_wrong_causal_masks(fn, phrases):
-    assert_fails_with(checks.check_causal_mask(fn), *phrases)
+    result = checks.check_causal_mask(fn)
+    assert_fails_with(result, *phrases)
+    assert "inverted" not in str(result) + " ".join(result.hints)  # a triu mask is a "blocked" mask or the future
 
 
 @pytest.mark.parametrize(
@@ -474,7 +512,7 @@ def _forward(
             for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
         )
         s = None if scale is None else scale(q.shape[-1] * self.n_heads)
-        out, weights = checks._attention_variant(q, k, v, mask if use_mask else None, scale=s).values()
+        out, weights = checks.attention._attention_variant(q, k, v, mask if use_mask else None, scale=s).values()
         out, weights = out.to(query.dtype), weights.to(query.dtype)
         if not merge:
             return out, weights
@@ -658,7 +696,11 @@ def _beam(
             log_probs = model.lm_head(h[:, -1]).log_softmax(-1)
             step = log_probs.exp() if probabilities else log_probs
             candidates = sorted(
-                ((score + x, seq + [t]) for (seq, score), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+                (
+                    (score + x, seq + [t])
+                    for (seq, score), row in zip(beams, step.tolist(), strict=True)
+                    for t, x in enumerate(row)
+                ),
                 reverse=True,
             )
             beams = []
@@ -711,6 +753,6 @@ def test_classic_beam_search_mistakes(fn, phrases):
 
 def test_the_beam_variant_without_a_mistake_is_the_reference():
     for seed, bias, row, k, alpha in [(0, 1.5, 0, 3, 0.0), (1, 1.0, 4, 3, 0.6), (1, 2.0, 1, 4, 0.0)]:
-        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks._SRC[row : row + 1]
+        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks.decoder._SRC[row : row + 1]
         want = tl.beam_search(model, src, 8, 1, 2, beam_size=k, length_penalty=alpha)[0][0].tokens.tolist()
-        assert checks._beam_variant(model, src, 8, k, alpha) == want
+        assert checks.decoder._beam_variant(model, src, 8, k, alpha) == want

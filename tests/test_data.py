@@ -14,6 +14,7 @@ from transformer_lib.data import (
     encode_pairs,
     make_loader,
     make_task,
+    normalize_sentence,
     recall_task,
     task_vocab_size,
     toy_translation_corpus,
@@ -163,7 +164,7 @@ def test_encode_pairs_uses_each_sides_tokenizer():
     tgt_tok = WordTokenizer.train([t for _, t in pairs])
     encoded = encode_pairs(pairs, src_tok, tgt_tok)
     assert len(encoded) == 50
-    for (src, tgt), (src_ids, tgt_ids) in zip(pairs, encoded):
+    for (src, tgt), (src_ids, tgt_ids) in zip(pairs, encoded, strict=True):
         assert src_tok.decode(src_ids) == src and tgt_tok.decode(tgt_ids) == tgt
         assert UNK_ID not in src_ids + tgt_ids
 
@@ -186,3 +187,13 @@ def test_encode_pairs_uses_each_sides_tokenizer():
 def test_errors_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_normalize_sentence_leaves_the_corpus_alone_and_mends_what_readers_type() -> None:
+    for src, _ in toy_translation_corpus(300, seed=3):
+        assert normalize_sentence(src) == src
+    assert normalize_sentence("The big mouse likes this black table.") == "the big mouse likes this black table"
+    assert normalize_sentence("  the\tcat,  sees...the DOG!\n") == "the cat sees the dog"
+    assert normalize_sentence("?!") == ""
+    with pytest.raises(TypeError, match="text"):
+        normalize_sentence(None)  # type: ignore[arg-type]  # the error names the argument

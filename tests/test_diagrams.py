@@ -219,3 +219,72 @@ def test_every_diagram_also_draws_with_matplotlib() -> None:
     ):
         ax = fig.axes[0]
         assert len(ax.patches) >= 8 and not any("<sup>" in t.get_text() for t in ax.texts)
+
+
+def _bypass(fig, name: str) -> list[tuple[float, float]]:
+    """The corners of a named arrow: its plain line segments, then its head."""
+    lines = [s for s in fig.layout.shapes if s.type == "line" and s.name == name]
+    (head,) = [a for a in fig.layout.annotations if a.showarrow and a.name == name]
+    return [(s.x0, s.y0) for s in lines] + [(head.ax, head.ay), (head.x, head.y)]
+
+
+def test_a_bypass_arrow_runs_around_the_boxes_between() -> None:
+    boxes = [
+        diagrams.Box("x", "x", 0, 0, width=1),
+        diagrams.Box("f", "f", 0, 1, width=2),
+        diagrams.Box("add", "+", 0, 2),
+    ]
+    fig = diagrams.block_diagram(boxes, [diagrams.Arrow("x", "add", route="left", name="skip", lane=0.2)])
+    assert _bypass(fig, "skip") == [(-0.5, 0), (-1.2, 0), (-1.2, 2), (-1.0, 2)]  # out left, up past f, in from the left
+    right = diagrams.block_diagram(boxes, [diagrams.Arrow("x", "add", route="right", name="skip")])
+    assert max(x for x, _ in _bypass(right, "skip")) == pytest.approx(1.15)
+    with pytest.raises(ValueError, match="route must be one of"):
+        diagrams.block_diagram(boxes, [diagrams.Arrow("x", "add", route="around")])
+
+
+def test_figure_1_draws_the_residual_bypass_of_every_sub_layer_from_the_model() -> None:
+    model = tl.Transformer(tl.TransformerConfig(**SMALL))
+    fig = diagrams.transformer_diagram(model)
+    boxes = {s.name: s for s in fig.layout.shapes if s.type == "rect" and s.name}
+    skips = sorted({s.name for s in fig.layout.shapes if s.type == "line" and s.name})
+    assert skips == ["dec_skip0", "dec_skip1", "dec_skip2", "enc_skip0", "enc_skip1"]  # one per sub-layer
+    for side, lane_side, subs in (
+        ("enc", -1, ["self_attention", "feed_forward"]),
+        ("dec", 1, ["masked_self_attention", "cross_attention", "feed_forward"]),
+    ):
+        for i, sub in enumerate(subs):
+            path = _bypass(fig, f"{side}_skip{i}")
+            box, add = boxes[f"{side}_{sub}"], boxes[f"{side}_add{i}"]
+            lane = path[1][0]
+            assert lane_side * (lane - (box.x1 if lane_side > 0 else box.x0)) > 0  # the lane clears the sub-layer
+            assert path[0][1] < box.y0 and path[-1][1] == pytest.approx((add.y0 + add.y1) / 2)  # from below, into Add
+    # the drawing follows the object: a decoder layer without cross-attention has two bypasses; pre-LN starts each
+    # bypass below its LayerNorm, so the norm is inside the branch and the stream itself is never normalised
+    model.decoder.layers[0].cross_attn = None
+    assert sorted(s.name for s in diagrams.transformer_diagram(model).layout.shapes if s.type == "line" and s.name) == [
+        "dec_skip0",
+        "dec_skip0",
+        "dec_skip1",
+        "dec_skip1",
+        "enc_skip0",
+        "enc_skip0",
+        "enc_skip1",
+        "enc_skip1",
+    ]
+    pre = diagrams.transformer_diagram(tl.TransformerConfig(**SMALL, norm_first=True))
+    pre_boxes = {s.name: s for s in pre.layout.shapes if s.type == "rect" and s.name}
+    for i in range(2):
+        assert _bypass(pre, f"enc_skip{i}")[0][1] < pre_boxes[f"enc_norm{i}"].y0
+
+
+def test_multi_head_diagram_draws_the_split_of_d_model_into_heads_read_from_the_module() -> None:
+    four = _labels(ad.multi_head_diagram(tl.MultiHeadAttention(32, 4)))
+    assert "split: d_model = 32 = h · d_k = 4 × 8" in four and four.count("head 1<br>d_k = 8") == 1
+    two = _labels(ad.multi_head_diagram(tl.MultiHeadAttention(32, 2)))
+    assert "split: d_model = 32 = h · d_k = 2 × 16" in two and "head 2 · d_k = 16" in two
+    base = ad.multi_head_diagram(tl.MultiHeadAttention(512, 8))
+    assert "split: d_model = 512 = h · d_k = 8 × 64" in _labels(base)
+    hovers = {a.name: a.hovertext for a in base.layout.annotations if a.name}
+    assert hovers["head8"].startswith("head 8 · d_k = 64")
+    arrows = [a for a in base.layout.annotations if a.showarrow]
+    assert len(arrows) == 3 + 3 + 3  # V, K, Q into their projections, the projections into the split, then onwards

@@ -81,7 +81,7 @@ def test_two_processes_match_one_process_on_the_combined_batch(tmp_path, monkeyp
         monkeypatch.delenv(var, raising=False)
     single = train_data_parallel(**ARGS, out=tmp_path / "single")
     assert single["world_size"] == 1
-    assert max(abs(a - b) for a, b in zip(single["losses"], history["losses"])) < 1e-6
+    assert max(abs(a - b) for a, b in zip(single["losses"], history["losses"], strict=True)) < 1e-6
     assert single["losses"][-1] < single["losses"][0]  # it did learn something
     alone = load_file(str(tmp_path / "single" / "rank0.safetensors"))
     for key, want in alone.items():

@@ -1,4 +1,4 @@
-"""The build's notebook execution: a kernel client whose waits cannot miss a ready reply (transformer_lib.book.execution)."""
+"""The build's notebook execution (transformer_lib.book.execution): a kernel client that cannot miss a ready reply."""
 
 from __future__ import annotations
 

@@ -63,6 +63,9 @@ def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
     code = grade.main([str(tmp_path / "in"), "--out", str(tmp_path / "out" / "g.csv"), "--no-progress"])
     assert code == 0 and "Graded 3 notebooks of 3 students: 0/7 exercises pass" in capsys.readouterr().out
     rows = list(csv.DictReader(open(tmp_path / "out" / "g.csv", encoding="utf-8")))
+    missing = [(r["student"], r["assignment"]) for r in rows if r["message"] == "no submission"]
+    assert missing == [("dave", "04_masks"), ("erin", "01_tokenizer"), ("erin", "04_masks"), ("frank", "01_tokenizer")]
+    rows = [r for r in rows if r["message"] != "no submission"]
     assert [(r["student"], r["exercise"], r["passed"]) for r in rows] == [
         ("dave", "build_vocab", "0"),
         ("dave", "encode", "0"),
@@ -117,6 +120,11 @@ def graded(tmp_path_factory):
     grade.grade_folder(FIXTURES, out, cell_timeout=10, time_limit=3, jobs=2, progress=False)
     with open(out, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
+    # the tests below read the columns by position and count the graded rows: leave out the roster's columns and
+    # the "no submission" rows of students who handed in other assignments (tests/test_sheets.py tests those)
+    keep = [i for i, column in enumerate(rows[0]) if column not in ("lms_id", "email")]
+    message = rows[0].index("message")
+    rows = [[r[i] for i in keep] for r in rows if r[message] != "no submission"]
     return rows, out.parent / "feedback"
 
 
@@ -211,13 +219,7 @@ def test_missing_cells_and_unknown_names(graded):
 # --------------------------------------------------------------------------------------------------------------
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile"
 _CELL_TIMEOUT = 8
-needs_namespaces = pytest.mark.skipif(
-    not sandbox.namespaces_available(),
-    reason=(
-        "kernels cannot run in mount and PID namespaces here (not root, or no unshare/setpriv): the fallback does not "
-        "hide other students' files or catch a process that clears its environment"
-    ),
-)
+needs_namespaces = pytest.mark.skipif(bool(sandbox.bwrap_problem()), reason=sandbox.bwrap_problem() or "bwrap works")
 
 
 def _library_digest():
@@ -266,13 +268,15 @@ def _cell_number(student, needle):
 
 
 @pytest.mark.slow
-def test_a_reference_call_passes_on_its_numbers_and_is_flagged(hostile):
+def test_a_reference_call_fails_and_is_flagged(hostile):
+    """The library copy of assignment 3 holds a stub of tl.scaled_dot_product_attention (classroom/stubs.py): an
+    answer that only calls it gets nothing back but an error, and the source flag stays."""
     (result,) = hostile[0]["ref"].results
-    assert result.passed and result.flags == [
-        "uses the library's reference tl.scaled_dot_product_attention: the teacher decides"
-    ]
+    flags = [f for f in result.flags if "near-identical" not in f]  # the fixtures share one solution: similar
+    assert not result.passed and "ReferenceRemoved" in result.summary, result.summary
+    assert flags == ["uses the library's reference tl.scaled_dot_product_attention: the teacher decides"]
     (honest,) = hostile[0]["hung"].results
-    assert honest.flags == []
+    assert [f for f in honest.flags if "near-identical" not in f] == []
 
 
 @pytest.mark.slow
@@ -308,7 +312,7 @@ def test_a_cell_that_ignores_interrupts_is_killed_and_named(hostile):
     number = _cell_number("hung", "except BaseException")
     assert _passed(g) == [True]
     assert any(
-        p.startswith(f"Cell {number} did not finish within {_CELL_TIMEOUT} s and did not answer the interrupt")
+        p.startswith(f"Cell {number} did not finish within {_CELL_TIMEOUT} s and ignored the interrupt")
         for p in g.problems
     ), g.problems
     n_cells = sum(c.cell_type == "code" for c in nbformat.read(HOSTILE / "hung" / "03_attention.ipynb", 4).cells)

@@ -206,8 +206,14 @@ def test_the_per_exercise_sheet_has_points_optional_flags_file_and_hash(tmp_path
     written = gradebook.write_gradebook(tmp_path / "out" / "grades.csv", graded_class(tmp_path))
     rows = read_csv(tmp_path / "out" / "grades.csv")
     assert list(rows[0]) == list(gradebook.EXERCISE_COLUMNS)
-    by = {(r["student"], r["exercise"]): r for r in rows}
-    assert len(rows) == 6
+    by = {(r["student"], r["exercise"]): r for r in rows if r["message"] != "no submission"}
+    assert len(rows) == 6 + 3  # and a "no submission" row for yan's 06 and erin's 03 and 06
+    missing = [(r["student"], r["assignment"], r["points"], r["max_points"]) for r in rows if r["exercise"] == "-"]
+    assert missing[1:] == [
+        ("erin", "03_attention", "0", "10"),
+        ("erin", "06_decoder", "0", "10"),
+        ("yan", "06_decoder", "0", "10"),
+    ]
     beam, greedy, layer = by["zoe", "beam_search"], by["zoe", "greedy_decode"], by["zoe", "decoder_layer"]
     assert (beam["optional"], beam["points"], beam["max_points"], beam["passed"]) == ("1", "5", "5", "1")
     assert (greedy["optional"], greedy["points"], greedy["max_points"]) == ("0", "0", "5")
@@ -234,15 +240,27 @@ def test_the_per_exercise_sheet_has_points_optional_flags_file_and_hash(tmp_path
 def test_the_totals_sheet_counts_optional_points_as_extra_not_in_the_maximum(tmp_path):
     gradebook.write_gradebook(tmp_path / "grades.csv", graded_class(tmp_path))
     rows = read_csv(tmp_path / "grades_totals.csv")
-    assert list(rows[0]) == ["student", "03_attention", "06_decoder", "extra", "total", "max"]
+    assert list(rows[0]) == [
+        "student",
+        "lms_id",
+        "email",
+        "03_attention",
+        "03_attention_max",
+        "06_decoder",
+        "06_decoder_max",
+        "extra",
+        "total",
+        "max",
+        "note",
+    ]
     assert [list(r.values()) for r in rows] == [
-        ["erin", "0", "0", "0", "0", "20"],
-        ["yan", "0", "0", "0", "0", "20"],
-        ["zoe", "10", "10", "5", "20", "20"],  # 06: decoder layer 5 + beam search 5 (extra); greedy failed
+        ["erin", "", "", "0", "10", "0", "10", "0", "0", "20", "no submission: 03_attention, 06_decoder"],
+        ["yan", "", "", "0", "10", "0", "10", "0", "0", "20", "no submission: 06_decoder"],
+        ["zoe", "", "", "10", "10", "10", "10", "5", "20", "20", ""],  # 06: layer 5 + beam 5 (extra); greedy failed
     ]
     feedback = (tmp_path / "feedback" / "zoe.md").read_text()
     assert "| 06_decoder | beam_search (optional) | PASS | 5/5 |" in feedback
-    assert "## 06_decoder: 2 of 3 exercises pass (10 of 10 points)" in feedback
+    assert "## 06_decoder: 2 of 3 exercises pass (5 of 10 points, plus 5 extra for the optional extension)" in feedback
     assert "*Graded 03_attention (1).ipynb, the most recently modified of 2 files.*" in feedback
 
 
@@ -377,20 +395,26 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
             "30",
             "--check-time-limit",
             "5",
+            "--lms",
+            "canvas",
+            "--key-file",
+            str(tmp_path / "teacher.key"),
         ]
     )
-    printed = capsys.readouterr().out
+    printed, errors = capsys.readouterr()
     assert code == 0
     rows = read_csv(out)
     assert [(r["student"], r["passed"], r["points"], r["file_name"]) for r in rows] == [
         ("alice", "1", "10", "alice/03_attention.ipynb"),
-        ("John Smith", "0", "0", "smithjohn_123_03_attention.ipynb"),
+        ("John Smith", "0", "7", "smithjohn_123_03_attention.ipynb"),  # partial credit: the scaling is wrong
+        ("Alice", "0", "0", ""),  # in the roster, but "alice" is not matched to her: a row all the same
     ]
     assert rows[0]["sha256"] == hashlib.sha256((c / "alice" / "03_attention.ipynb").read_bytes()).hexdigest()
     assert "not graded: 03_attention (1).ipynb" in rows[0]["note"] and "not in the roster" in rows[0]["note"]
     assert [list(r.values()) for r in read_csv(tmp_path / "out" / "grades_totals.csv")] == [
-        ["alice", "10", "0", "10", "10"],
-        ["John Smith", "0", "0", "0", "10"],
+        ["alice", "", "", "10", "10", "0", "10", "10", ""],
+        ["Alice", "", "", "0", "10", "0", "0", "10", "no submission: 03_attention"],
+        ["John Smith", "123", "", "7", "10", "0", "7", "10", ""],
     ]
     answers = read_csv(tmp_path / "out" / "grades_answers.csv")
     assert [(r["student"], r["question"]) for r in answers] == [
@@ -409,3 +433,15 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
     manifest_digest = hashlib.sha256((tmp_path / "out" / "grades.sha256").read_bytes()).hexdigest()
     assert f"sha256 {manifest_digest}  {tmp_path / 'out' / 'grades.sha256'}" in printed
     assert not list((tmp_path / "out").rglob("*.tmp"))
+    assert "Left out of grades_canvas.csv, for want of an lms_id in the roster: alice, Alice." in errors
+    canvas = read_csv(tmp_path / "out" / "grades_canvas.csv")
+    assert [(r["Student"], r["ID"], r["03_attention"]) for r in canvas] == [
+        ("Points Possible", "", "10"),
+        ("John Smith", "123", "7"),
+    ]
+    assert f"Anchored every file with {tmp_path / 'teacher.key'} in {tmp_path / 'out' / 'grades.hmac'}" in printed
+    assert grade.main(["verify", str(tmp_path / "out"), "--key-file", str(tmp_path / "teacher.key")]) == 0
+    # the fixtures' buggy notebook is the solution without ÷√d_k: a copy but for one line, and flagged as such
+    (pair,) = read_csv(tmp_path / "out" / "similarity.csv")
+    assert (pair["student_a"], pair["student_b"], pair["exercise"]) == ("John Smith", "alice", "attention")
+    assert "near-identical to alice's" in rows[1]["flags"]

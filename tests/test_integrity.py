@@ -103,3 +103,42 @@ def test_definitions_name_the_cells_in_order():
     )
     assert found["f"] == [1, 4] and found["x"] == [2] and found["A"] == [5] and found["g"] == [5]
     assert found["torch"] == [0]
+
+
+WRONG = "def attention(q, k, v, mask=None):\n    return q, None\n"
+
+
+@pytest.mark.parametrize(
+    "code, flag",
+    [
+        (  # issue 22: the swap after the fact, in a cell of its own
+            WRONG + "globals().update(attention=lambda q, k, v, mask=None: "
+            "tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True))",
+            "reads or writes the notebook's namespace (globals())",
+        ),
+        (
+            WRONG + "import inspect\nexec(compile(inspect.getsource(tl.scaled_dot_product_attention), 'a', 'exec'))",
+            "runs code the source does not show (exec)",
+        ),
+        (
+            WRONG + "import inspect\nexec(compile(inspect.getsource(tl.scaled_dot_product_attention), 'a', 'exec'))",
+            "reads source code at run time (inspect.getsource)",
+        ),
+        (
+            WRONG + "import json\nsetattr(json, 'dumps', print)",
+            "changes an object's attribute at run time (setattr on json)",
+        ),
+        (WRONG + "vars()['attention'] = print", "reads or writes the notebook's namespace (vars())"),
+        (WRONG + "m = __import__('transformer_lib')", "runs code the source does not show (__import__)"),
+        (WRONG + "import importlib\nm = importlib.import_module('transformer_lib')", "imports by name at run time"),
+        (WRONG + "attention = print", "rebinds the graded name attention (binds it 2 times)"),
+        (
+            WRONG + "def swap():\n    global attention\n    attention = print\nswap()",
+            "rebinds the graded name attention (declares it global in a function)",
+        ),
+    ],
+)
+def test_code_anywhere_that_hides_what_runs_is_flagged(code, flag):
+    """Outside the graded definition too (the source flags used to read only the statements that bind the name)."""
+    found = flags_of(code)
+    assert any(f.startswith(flag) and f.endswith(": the teacher decides") for f in found), found

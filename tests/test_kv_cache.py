@@ -51,7 +51,7 @@ def test_cached_step_gives_the_logits_of_a_full_recomputation(family):
     cached = model.start_decoding(src, 1, 6, use_cache=True)
     full = model.start_decoding(src, 1, 6, use_cache=False)
     with torch.no_grad():
-        for step in range(4):
+        for _ in range(4):
             a, b = model.decode_step(cached), model.decode_step(full)
             torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
             nxt = a.argmax(-1, keepdim=True)

@@ -72,6 +72,7 @@ def test_shipped_files_are_a_fresh_export(fresh: Path, library) -> None:
     for a, b in zip(
         ours.encode(src) + ours.decode(tgt, ours.encode(src)[0], keep),
         theirs.encode(src) + theirs.decode(tgt, theirs.encode(src)[0], keep),
+        strict=True,
     ):
         assert torch.allclose(a, b, atol=1e-6, rtol=0)
 

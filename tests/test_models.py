@@ -68,7 +68,7 @@ def test_cached_and_uncached_decoding_give_identical_tokens(norm_first):
     model = _model(seed=3, norm_first=norm_first)
     assert torch.equal(tl.greedy_decode(model, SRC, 12, 1, 2), tl.greedy_decode(model, SRC, 12, 1, 2, use_cache=False))
     beams = [tl.beam_search(model, SRC, 10, 1, 2, beam_size=3, n_best=2, use_cache=c) for c in (True, False)]
-    for a, b in zip(*beams):
+    for a, b in zip(*beams, strict=True):
         assert [h.tokens.tolist() for h in a] == [h.tokens.tolist() for h in b]
     draws = [
         tl.sample(model, SRC, 10, 1, 2, top_k=5, generator=torch.Generator().manual_seed(0), use_cache=c)

@@ -14,7 +14,7 @@ import pytest
 
 from transformer_lib.classroom import assignments as A
 from transformer_lib.classroom import grade
-from transformer_lib.classroom.assignments import ASSIGNMENTS, BEGIN
+from transformer_lib.classroom.assignments import ASSIGNMENTS, BEGIN, END
 from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.nbgrader_export import export_course, nbgrader_notebook
 
@@ -58,11 +58,29 @@ def test_every_exercise_is_a_solution_and_a_test_worth_its_points(course, aid):
     assert (course / "nbgrader_config.py").read_text().count("c.") >= 3
 
 
+@pytest.mark.parametrize("aid", list(ASSIGNMENTS))
+def test_the_handout_of_command_1_carries_the_exports_nbgrader_metadata(course, aid):
+    """One handout for both routes: book/assignments/NN.ipynb has the cells' nbgrader roles of the export."""
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    handout = nbformat.read(ROOT / "book" / "assignments" / f"{aid}.ipynb", as_version=4)
+    source = nbformat.read(course / "source" / aid / f"{aid}.ipynb", as_version=4)
+    assert [meta(c) for c in handout.cells] == [meta(c) for c in source.cells]
+    assert {meta(c)["grade_id"]: meta(c)["points"] for c in handout.cells if meta(c).get("grade")} == {
+        **{f"test_{ex.name}": 0 if ex.extension else ex.points for ex in ASSIGNMENTS[aid].exercises},
+        "written_answers": meta(next(c for c in source.cells if meta(c).get("grade_id") == "written_answers"))[
+            "points"
+        ],
+    }
+    MetadataValidator().validate_nb(handout)
+
+
 def test_an_exported_check_cell_raises_when_the_check_fails():
     nb = nbgrader_notebook(nbformat.read(ROOT / "assignments" / "03_attention.ipynb", as_version=4), "03_attention")
     (cell,) = [c for c in nb.cells if meta(c).get("grade_id") == "test_attention"]
     for passed in (True, False):
-        fake = type("Checks", (), {"check_attention": staticmethod(lambda f: CheckResult("attention", passed, "x"))})
+        verdict = CheckResult("attention", passed, "x")
+        fake = type("Checks", (), {"check_attention": staticmethod(lambda f, verdict=verdict: verdict)})
         namespace = {"checks": fake, "attention": None}
         if passed:
             exec(cell.source, namespace)
@@ -113,10 +131,17 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
     buggy = nbformat.from_dict(source)
     (cell,) = [c for c in buggy.cells if c.cell_type == "code" and ".tril()" in c.source]
     cell.source = cell.source.replace(".tril()", ".triu()")  # the future instead of the past: a wrong causal mask
+    handout = nbformat.read(ROOT / "book" / "assignments" / f"{aid}.ipynb", as_version=4)  # command 1's
+    filled = nbformat.from_dict(handout)
+    for cell, solved in zip(filled.cells, source.cells, strict=True):
+        if meta(cell).get("solution") and cell.cell_type == "code":  # the student's answers, in the handout
+            cell.source = "\n".join(line for line in solved.source.splitlines() if line.strip() not in (BEGIN, END))
     submissions = {
         "correct": source,
         "buggy": buggy,
         "untouched": nbformat.read(course / "release" / aid / f"{aid}.ipynb", as_version=4),
+        "handout": filled,
+        "handout_untouched": handout,
     }
     for student, nb in submissions.items():
         for where in (
@@ -151,5 +176,11 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
         ("untouched", "padding_mask"): 0,
         ("untouched", "causal_mask"): 0,
         ("untouched", "decoder_mask"): 0,
+        ("handout", "padding_mask"): 3,  # the notebook that command 1 hands out, graded by nbgrader too
+        ("handout", "causal_mask"): 3,
+        ("handout", "decoder_mask"): 4,
+        ("handout_untouched", "padding_mask"): 0,
+        ("handout_untouched", "causal_mask"): 0,
+        ("handout_untouched", "decoder_mask"): 0,
     }
     print(f"nbgrader round trip: {time.perf_counter() - start:.0f} s")

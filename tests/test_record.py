@@ -6,13 +6,11 @@ import json
 import math
 
 import pytest
-import test_checks
 import torch
 from test_checks import *  # noqa: F401,F403  (every test of test_checks.py runs again here, through record/replay)
-from test_checks import sol  # noqa: F401  (the fixture)
 
 from transformer_lib.classroom import checks
-from transformer_lib.classroom.checks import core, record
+from transformer_lib.classroom.checks import record
 
 _LIVE = {
     name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_") and name != "check_assignment"
@@ -45,7 +43,7 @@ def through_record_and_replay(monkeypatch):
     def patched(name):
         def check(*objects, time_limit=checks.DEFAULT_TIME_LIMIT):
             names = [f"learner_{i}" for i in range(len(objects))]
-            return roundtrip(name, dict(zip(names, objects)), names, time_limit)
+            return roundtrip(name, dict(zip(names, objects, strict=True)), names, time_limit)
 
         return check
 
@@ -170,7 +168,7 @@ def test_values_round_trip_exactly():
         torch.empty(0, 4),
     ]
     back = record._Decoder().value(json.loads(json.dumps(record._encode(values))))
-    for a, b in zip(values, back):
+    for a, b in zip(values, back, strict=True):
         if isinstance(a, torch.Tensor):
             bits = (lambda t: t.reshape(-1).view(torch.int16)) if a.dtype == torch.bfloat16 else (lambda t: t)
             assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(bits(a), bits(b))  # bit for bit

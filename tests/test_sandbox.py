@@ -1,6 +1,8 @@
 """The kernels' sandbox (transformer_lib.classroom.sandbox) without a kernel: the library copy is read-only and
-restored when changed, leftover processes are found by their token, and folders a kernel needs are never hidden."""
+restored when changed, the bwrap command is an allow-list, the grader refuses without bwrap unless told, and
+nothing outlives a killed grader. tests/test_attacks.py tries the sandbox from inside a kernel."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -43,42 +45,63 @@ def test_leftover_processes_are_found_by_their_token():
             child.kill()
 
 
-def test_folders_a_kernel_needs_are_never_hidden(tmp_path):
+needs_bwrap = pytest.mark.skipif(bool(sandbox.bwrap_problem()), reason=sandbox.bwrap_problem() or "bwrap works")
+
+
+@needs_bwrap
+def test_the_kernel_command_is_an_allow_list():
+    """bwrap with every namespace, a cleared environment, and binds of the Python, the library copy and its own
+    sockets folder only: nothing of the repository, the working folder or the grader's environment."""
     lib = sandbox.LibraryCopy()
     try:
-        python_home = Path(sandbox._python()).parent.parent
-        box = sandbox.Sandbox(lib, [tmp_path, python_home.parent, "/"], isolate=False)
-        assert str(tmp_path.resolve()) in box.hide
-        assert not any(python_home.resolve().is_relative_to(h) for h in box.hide)  # its parent and / are kept
-        assert str(sandbox._LIBRARY) in box.hide  # the original library: the kernel imports the copy
-        assert box.env()["PYTHONPATH"] == str(lib.parent) and box.env()["HOME"] == box.workdir
-        assert box.wrap(["python", "-f", box.connection_file]) == ["python", "-f", box.connection_file]
-        assert box.close() == 0 and not Path(box.workdir).exists()
+        box = sandbox.Sandbox(lib)
+        command = box.wrap([sys.executable, "-m", "ipykernel_launcher", "-f", box.connection_file])
+        assert command[:4] == ["bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+        for flag in ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--proc"):
+            assert flag in command
+        sources = [command[i + 1] for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind")]
+        repository = Path(__file__).resolve().parents[1]
+        assert not any(Path(s).resolve().is_relative_to(Path.cwd()) for s in sources), sources
+        assert [s for s in sources if Path(s).resolve().is_relative_to(repository)] in ([], [sys.prefix]), sources
+        assert str(lib.parent) in sources and box.sockets in sources
+        names = {command[i + 1] for i, arg in enumerate(command) if arg == "--setenv"}
+        assert names == {*sandbox.ENVIRONMENT, "PATH", "PYTHONPATH"}  # not one of the grader's variables
+        assert command[command.index("--") + 1] == "prlimit"
+        assert command[-3:] == ["ipykernel_launcher", "-f", box.connection_file]
+        assert box.close() == 0 and not Path(box.sockets).exists()
     finally:
         lib.cleanup()
 
 
-@pytest.mark.skipif(not sandbox.namespaces_available(), reason="no mount and PID namespaces here")
-def test_in_namespaces_the_kernel_command_goes_through_the_init():
+def test_without_bwrap_the_grader_refuses_and_says_why(monkeypatch):
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
     lib = sandbox.LibraryCopy()
     try:
-        box = sandbox.Sandbox(lib, [])
-        command = box.wrap(["python", "-f", box.connection_file])
-        assert command[:4] == ["setpriv", "--pdeathsig", "KILL", "--"]  # dies with the grader
-        assert command[4:10] == ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
-        assert command[-3:] == ["python", "-f", box.connection_file] and str(sandbox._INIT) in command
+        with pytest.raises(sandbox.SandboxUnavailable, match="not installed.*--no-sandbox"):
+            sandbox.Sandbox(lib)
+        box = sandbox.Sandbox(lib, unsandboxed=True)  # the teacher's explicit opt-out
+        assert box.wrap(["python", "-f", "k.json"])[0] == "prlimit" and box.env()[sandbox.TOKEN_VARIABLE] == box.token
+        assert "LMS_API_TOKEN" not in box.env() and "PATH" in box.env()
         box.close()
     finally:
         lib.cleanup()
 
 
+@pytest.mark.parametrize(
+    "kw, message",
+    [(dict(memory_mb=0), "memory_mb: expected an int >= 1, got 0"), (dict(processes=2.5), "processes: expected")],
+)
+def test_bad_limits_name_themselves(kw, message):
+    with pytest.raises(ValueError, match=message):
+        sandbox.Limits(**kw)
+
+
 def _holding(token: str) -> int:
-    """How many processes have ``TL_GRADER_TOKEN=token`` in their environment."""
-    needle = f"{sandbox.TOKEN_VARIABLE}={token}".encode()
+    """How many processes have ``token`` on their command line."""
     count = 0
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            count += needle in (entry / "environ").read_bytes().split(b"\0")
+            count += token.encode() in (entry / "cmdline").read_bytes()
         except OSError:
             continue
     return count
@@ -86,17 +109,16 @@ def _holding(token: str) -> int:
 
 def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
     """A grader killed with SIGKILL runs no clean-up code; the sandbox's processes must die with it all the same."""
-    if not sandbox.namespaces_available():
-        pytest.skip("mount and PID namespaces are not available on this machine")
+    if sandbox.bwrap_problem():
+        pytest.skip(sandbox.bwrap_problem())
     token_file = tmp_path / "token"
     grader = "\n".join(
         [
             "import subprocess, sys, time",
             "from pathlib import Path",
             "from transformer_lib.classroom import sandbox",
-            "box = sandbox.Sandbox(sandbox.LibraryCopy(), [])",
-            "Path(box.connection_file).write_text('{}')",
-            "child = \"import time; print('ready', flush=True); time.sleep(120)\"",
+            "box = sandbox.Sandbox(sandbox.LibraryCopy())",
+            "child = \"import os, time; print('ready', flush=True); os.fork(); time.sleep(120)  # \" + box.token",
             "p = subprocess.Popen(box.wrap([sys.executable, '-c', child, '-f', box.connection_file]), env=box.env(),",
             "                     stdout=subprocess.PIPE)",
             "assert p.stdout.readline().strip() == b'ready'",
@@ -104,7 +126,8 @@ def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
             "time.sleep(120)",
         ]
     )
-    proc = subprocess.Popen([sys.executable, "-c", grader])
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # what a killed grader leaves behind stays in tmp_path
+    proc = subprocess.Popen([sys.executable, "-c", grader], env=env)
     try:
         for _ in range(600):
             if token_file.exists() and token_file.read_text() or proc.poll() is not None:
@@ -121,5 +144,39 @@ def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
             break
         time.sleep(0.1)
     left = _holding(token)
-    sandbox.kill_by_token(token)  # leave nothing behind, even when the check fails
+    for entry in Path("/proc").glob("[0-9]*"):  # leave nothing behind, even when the check fails
+        with contextlib.suppress(OSError, ValueError):
+            if token.encode() in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), 9)
     assert left == 0, "a sandboxed process outlived the grader"
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_without_bwrap_and_records_no_sandbox(tmp_path, monkeypatch, capsys):
+    import csv
+    import shutil
+
+    from transformer_lib.classroom import grade
+
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
+    (tmp_path / "in" / "alice").mkdir(parents=True)
+    alice = Path(__file__).resolve().parent / "fixtures" / "submissions" / "alice" / "03_attention.ipynb"
+    shutil.copy(alice, tmp_path / "in" / "alice")
+    out = tmp_path / "out" / "grades.csv"
+    assert grade.main([str(tmp_path / "in"), "--out", str(out), "--no-progress"]) == 2
+    assert "Cannot grade in a sandbox: bubblewrap is not installed" in capsys.readouterr().err and not out.exists()
+    assert grade.main([str(tmp_path / "in"), "--out", str(out), "--no-progress", "--no-sandbox"]) == 0
+    (row,) = list(csv.DictReader(open(out, encoding="utf-8")))
+    assert row["passed"] == "1" and "graded without the sandbox (--no-sandbox)" in row["note"]
+
+
+def test_the_limit_a_cell_met_is_read_from_its_error():
+    from transformer_lib.classroom.kernels import limit_of
+
+    assert limit_of("RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 3221225472") == (
+        "memory"
+    )
+    assert limit_of("BlockingIOError: [Errno 11] Resource temporarily unavailable") == "processes"
+    assert limit_of("OSError: [Errno 27] File too large") == "file size"
+    assert limit_of("OSError: [Errno 28] No space left on device") == "file size"
+    assert limit_of("ValueError: bad shape") is None and limit_of(None) is None

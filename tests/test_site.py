@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,7 +25,10 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     (node,) = site.PlotlyMystNbRenderer.handle_mime(renderer, data, False)
     html = node.astext()
     assert node["format"] == "html"
-    assert '<div id="tl-plotly-4-1" class="tl-plotly-figure">' in html and "Plotly.newPlot" in html
+    assert (
+        '<div id="tl-plotly-4-1" class="tl-plotly-figure" role="img" aria-label="' in html and "Plotly.newPlot" in html
+    )
+    assert '"showSendToCloud": false' in html and '"displaylogo": false' in html  # no upload button, no logo
     assert html.index("window.tlPlotlyPrepare(fig, el)") < html.index("Plotly.newPlot")  # phones: laid out first
     assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
     assert renderer.js_files == {

@@ -50,3 +50,83 @@ from .tokenization import BPETokenizer, CharTokenizer, Vocab, WordTokenizer, pad
 from .training import History, evaluate, noam_lr, noam_schedule, sequence_loss, token_accuracy, train
 
 __version__ = "0.1.0"
+
+# The public API, grouped as the docstring above groups it (the API reference page follows this order).
+__all__ = [
+    # modules
+    "validation",
+    "device",
+    "tokenization",
+    "embeddings",
+    "masks",
+    "attention",
+    "kv_cache",
+    "layers",
+    "interop",
+    "models",
+    "decoding",
+    "training",
+    "data",
+    "checkpoints",
+    # device
+    "get_device",
+    "seed_everything",
+    # tokenization
+    "Vocab",
+    "CharTokenizer",
+    "WordTokenizer",
+    "BPETokenizer",
+    "pad_batch",
+    # embeddings
+    "TokenEmbedding",
+    "InputEmbedding",
+    "sinusoidal_encoding",
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
+    # masks
+    "padding_mask",
+    "causal_mask",
+    "decoder_mask",
+    "combine_masks",
+    # attention
+    "scaled_dot_product_attention",
+    "MultiHeadAttention",
+    # kv_cache
+    "KVCache",
+    "LayerCache",
+    "DecodingState",
+    # layers
+    "FeedForward",
+    "Residual",
+    "EncoderLayer",
+    "DecoderLayer",
+    "Encoder",
+    "EncoderOutput",
+    "Decoder",
+    # interop
+    "from_torch",
+    # models
+    "TransformerConfig",
+    "Transformer",
+    "EncoderOnlyModel",
+    "DecoderOnlyModel",
+    # decoding
+    "greedy_decode",
+    "beam_search",
+    "Hypothesis",
+    "sample",
+    "sampling_distribution",
+    # training
+    "noam_lr",
+    "noam_schedule",
+    "sequence_loss",
+    "token_accuracy",
+    "train",
+    "evaluate",
+    "History",
+    # checkpoints
+    "save_checkpoint",
+    "load_checkpoint",
+    "CheckpointError",
+    "__version__",
+]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -46,6 +45,19 @@ def scaled_dot_product_attention(
     Shape:
         q: (..., T, D), k: (..., S, D), v: (..., S, Dv), mask: broadcastable to (..., T, S)
         -> output (..., T, Dv), weights (..., T, S) or None
+
+    Example (two queries that each lean towards their own key):
+
+    >>> import torch
+    >>> q = k = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # (B, T, D) = (1, 2, 2)
+    >>> v = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    >>> out, w = scaled_dot_product_attention(q, k, v, need_weights=True)
+    >>> w.round(decimals=4)  # softmax(q k^T / sqrt(2)), each row sums to 1
+    tensor([[[0.6698, 0.3302],
+             [0.3302, 0.6698]]])
+    >>> out.round(decimals=4)  # each row: the weighted average of the value rows
+    tensor([[[1.6605, 2.6605],
+             [2.3395, 3.3395]]])
     """
     check_tensor("q", q, dtype="float")
     check_tensor("k", k, ndim=q.dim(), dtype="float")
@@ -111,6 +123,15 @@ class MultiHeadAttention(nn.Module):
     Shape:
         query: (B, T, C), key and value: (B, S, C), mask: broadcastable to (B, H, T, S) bool
         -> output (B, T, C), weights (B, H, T, S) or None
+
+    Example:
+
+    >>> import torch
+    >>> mha = MultiHeadAttention(d_model=8, n_heads=2)
+    >>> x = torch.zeros(3, 5, 8)  # (B, T, C)
+    >>> out, w = mha(x, x, x, need_weights=True)
+    >>> tuple(out.shape), tuple(w.shape)  # (B, T, C) and one (T, T) map per head: (B, H, T, T)
+    ((3, 5, 8), (3, 2, 5, 5))
     """
 
     def __init__(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal, overload
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -29,9 +30,29 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be loaded: missing, corrupted, or not matching its config."""
 
 
+def _config_of(model: nn.Module) -> TransformerConfig:
+    config = getattr(model, "config", None)
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"model: expected a model with a TransformerConfig as .config, got {type(model).__name__}")
+    return config
+
+
 def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = None) -> Path:
     """Write ``model``'s weights and config to ``path`` (a .safetensors file). ``extra`` is stored as JSON
-    metadata (e.g. the training command, scores). Tied weights are stored once."""
+    metadata (e.g. the training command, scores). Tied weights are stored once.
+
+    Example (a round trip):
+
+    >>> import tempfile
+    >>> from transformer_lib import Transformer, TransformerConfig
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> model = Transformer(config)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     loaded = load_checkpoint(save_checkpoint(model, Path(folder) / "tiny.safetensors"))
+    >>> all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), loaded.state_dict().values(), strict=True))
+    True
+    """
     name = type(model).__name__
     if name not in _MODEL_CLASSES:
         raise TypeError(f"model: expected one of {sorted(_MODEL_CLASSES)}, got {name}")
@@ -45,7 +66,7 @@ def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = 
     meta = {
         "format": _FORMAT,
         "model": name,
-        "config": json.dumps(model.config.to_dict()),
+        "config": json.dumps(_config_of(model).to_dict()),
         "extra": json.dumps(extra or {}),
     }
     if isinstance(model, EncoderOnlyModel):
@@ -56,6 +77,14 @@ def save_checkpoint(model: nn.Module, path: str | Path, *, extra: dict | None = 
     return path
 
 
+@overload
+def load_checkpoint(
+    path: str | Path, device: torch.device | str | None = None, *, with_extra: Literal[False] = False
+) -> nn.Module: ...
+@overload
+def load_checkpoint(
+    path: str | Path, device: torch.device | str | None = None, *, with_extra: Literal[True]
+) -> tuple[nn.Module, dict]: ...
 def load_checkpoint(
     path: str | Path, device: torch.device | str | None = None, *, with_extra: bool = False
 ) -> nn.Module | tuple[nn.Module, dict]:

@@ -20,21 +20,25 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, pad_batch
-from .validation import check_choice, check_positive
+from .validation import check_choice, check_positive, check_str
 
 __all__ = [
     "N_SPECIAL",
+    "TASKS",
+    "TaskName",
     "make_task",
     "task_vocab_size",
     "recall_task",
     "translate",
+    "normalize_sentence",
     "alignment",
     "toy_translation_corpus",
     "train_test_split",
@@ -47,7 +51,8 @@ __all__ = [
 
 N_SPECIAL = 4  # ids 0..3 are PAD, BOS, EOS, UNK; task symbols start after them
 
-TASKS = ("copy", "reverse", "sort")
+TaskName = Literal["copy", "reverse", "sort"]
+TASKS: tuple[TaskName, ...] = get_args(TaskName)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -60,7 +65,7 @@ def task_vocab_size(n_symbols: int) -> int:
 
 
 def make_task(
-    name: Literal["copy", "reverse", "sort"],
+    name: TaskName,
     n_examples: int,
     *,
     min_len: int = 2,
@@ -82,7 +87,8 @@ def make_task(
     if min_len > max_len:
         raise ValueError(f"min_len: expected a value <= max_len ({max_len}), got {min_len}")
     rng = random.Random(seed)
-    rule = {"copy": list, "reverse": lambda s: s[::-1], "sort": sorted}[name]
+    rules: dict[str, Callable[[list[int]], list[int]]] = {"copy": list, "reverse": lambda s: s[::-1], "sort": sorted}
+    rule = rules[name]
     pairs = []
     for _ in range(n_examples):
         src = [N_SPECIAL + rng.randrange(n_symbols) for _ in range(rng.randint(min_len, max_len))]
@@ -196,7 +202,10 @@ def _noun_phrase(words: list[str], i: int) -> tuple[list[str], list[tuple[int, i
         raise ValueError(f"sentence: expected a {required} noun after {det!r}, got {words[j]!r}")
     plural = number == "pl"
     fem = gender == "f"
-    out = [pl if plural else (f_sg if fem else m_sg), fr_pl if plural else fr_sg]
+    det_form = pl if plural else (f_sg if fem else m_sg)
+    if det_form is None:  # DETERMINERS has no form for this gender and number
+        raise ValueError(f"sentence: {det!r} has no {'plural' if plural else gender} form, before {words[j]!r}")
+    out = [det_form, fr_pl if plural else fr_sg]
     links = [(i, 0), (j, 1)]
     for k in range(i + 1, j):  # each adjective moves behind the noun and agrees with it (gender, then -s)
         form = _ADJ[words[k]][2 if fem else 1]
@@ -235,6 +244,28 @@ def _translate_aligned(sentence: str) -> tuple[list[str], list[tuple[int, int]]]
     if i != len(words):
         raise ValueError(f"sentence: expected the end after word {i - 1}, got {' '.join(words[i:])!r}")
     return out, sorted(links)
+
+
+_NOT_A_WORD = re.compile(r"[^\w\s]+")
+
+
+def normalize_sentence(text: str) -> str:
+    """The form every sentence of the toy translation task is written in: lower case, no punctuation, one space.
+
+    One rule for every place a reader's text meets the toy translator: letters are lower-cased, every run of
+    characters that are neither word characters (letters, digits, ``_``) nor white space becomes a space, and runs
+    of white space become one space, with none at either end. The grammar writes no capitals and no punctuation,
+    so a sentence of :func:`toy_translation_corpus` is unchanged. Chapter 7's live translator applies the same
+    rule in the browser (``book/_static/translator/model.js``, ``normalizeSentence``; a browser test compares
+    the two token for token).
+
+    >>> normalize_sentence("  The big  mouse likes this black table. ")
+    'the big mouse likes this black table'
+    >>> normalize_sentence("the cat, the dog!")
+    'the cat the dog'
+    """
+    check_str(text)
+    return " ".join(_NOT_A_WORD.sub(" ", text.lower()).split())
 
 
 def translate(sentence: str) -> str:
@@ -299,7 +330,10 @@ def train_test_split(pairs: Sequence[tuple], test_fraction: float = 0.1, seed: i
     """
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction: expected a value in (0, 1), got {test_fraction!r}")
-    key = lambda pair: tuple(pair[0]) if isinstance(pair[0], list) else pair[0]  # lists are unhashable
+
+    def key(pair):
+        return tuple(pair[0]) if isinstance(pair[0], list) else pair[0]  # lists are unhashable
+
     sources = list(dict.fromkeys(key(p) for p in pairs))
     if len(sources) < 2:
         raise ValueError(f"pairs: expected at least 2 distinct sources to split, got {len(sources)}")

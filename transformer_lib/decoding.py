@@ -12,13 +12,16 @@ Works with :class:`~transformer_lib.models.Transformer` (``src`` = source ids, o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 
 from .kv_cache import DecodingState
 from .validation import check_positive, check_tensor
+
+if TYPE_CHECKING:  # models imports this module's neighbours; the type is only needed for the checker
+    from .models import TransformerConfig
 
 __all__ = ["greedy_decode", "beam_search", "sample", "sampling_distribution", "Hypothesis", "Decodable"]
 
@@ -31,6 +34,8 @@ class Decodable(Protocol):
     ``tokens`` are the first input; ``decode_step`` returns the next-token logits (B, V) after ``state.tokens``.
     The functions below also use ``model.config.pad_id`` and ``model.eval()``/``model.train()``.
     """
+
+    config: TransformerConfig
 
     def start_decoding(
         self, src: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True
@@ -55,7 +60,8 @@ class _eval_mode:
         self.model.train(self.was_training)
 
 
-def _check_common(model: nn.Module, src: Tensor, max_new_tokens: int) -> None:
+def _check_common(model: nn.Module, src: Tensor, max_new_tokens: int) -> Decodable:
+    """Check the arguments every decoding function takes; return ``model`` as the :class:`Decodable` it is."""
     if not isinstance(model, Decodable):
         raise TypeError(
             f"model: expected a model with start_decoding and decode_step (a Transformer or "
@@ -63,6 +69,7 @@ def _check_common(model: nn.Module, src: Tensor, max_new_tokens: int) -> None:
         )
     check_tensor("src", src, ndim=2, dtype="int")
     check_positive("max_new_tokens", max_new_tokens)
+    return model
 
 
 def _append(state: DecodingState, next_tokens: Tensor, finished: Tensor, pad_id: int, eos_id: int) -> Tensor:
@@ -79,14 +86,26 @@ def greedy_decode(
     Positions after a row's ``<eos>`` are filled with the model's ``pad_id``.
 
     Shape:
-        src: (B, S) -> (B, 1 + n) ids starting with ``<bos>`` (or (B, P + n) starting with the prompt), n <= max_new_tokens
+        src: (B, S) -> (B, 1 + n) ids starting with ``<bos>`` (or (B, P + n) starting with the prompt),
+        n <= max_new_tokens
+
+    Example (an untrained model: the ids are arbitrary, the layout is not):
+
+    >>> from transformer_lib import Transformer, TransformerConfig
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> out = greedy_decode(Transformer(config), torch.tensor([[4, 5, 6]]), 5, bos_id=1, eos_id=2)
+    >>> out[0, 0].item(), out.shape[1] <= 1 + 5  # starts with <bos>, at most max_new_tokens more
+    (1, True)
     """
-    _check_common(model, src, max_new_tokens)
+    decodable = _check_common(model, src, max_new_tokens)
     with _eval_mode(model):
-        state = model.start_decoding(src, bos_id, max_new_tokens, use_cache)
+        state = decodable.start_decoding(src, bos_id, max_new_tokens, use_cache)
         finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_new_tokens):
-            finished = _append(state, model.decode_step(state).argmax(-1), finished, model.config.pad_id, eos_id)
+            finished = _append(
+                state, decodable.decode_step(state).argmax(-1), finished, decodable.config.pad_id, eos_id
+            )
             if finished.all():
                 break
     return state.tokens
@@ -139,15 +158,15 @@ def sample(
 
     Pass a seeded ``generator`` (on the model's device) for repeatable samples.
     """
-    _check_common(model, src, max_new_tokens)
+    decodable = _check_common(model, src, max_new_tokens)
     sampling_distribution(torch.zeros(1, 2), temperature, top_k, top_p)  # validate the options up front
     with _eval_mode(model):
-        state = model.start_decoding(src, bos_id, max_new_tokens, use_cache)
+        state = decodable.start_decoding(src, bos_id, max_new_tokens, use_cache)
         finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_new_tokens):
-            probs = sampling_distribution(model.decode_step(state), temperature, top_k, top_p)
+            probs = sampling_distribution(decodable.decode_step(state), temperature, top_k, top_p)
             next_tokens = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-            finished = _append(state, next_tokens, finished, model.config.pad_id, eos_id)
+            finished = _append(state, next_tokens, finished, decodable.config.pad_id, eos_id)
             if finished.all():
                 break
     return state.tokens
@@ -187,8 +206,17 @@ def beam_search(
 
     Returns, for each row of ``src``, the ``n_best`` hypotheses, best first. With ``beam_size=1`` this is greedy
     decoding.
+
+    Example:
+
+    >>> from transformer_lib import Transformer, TransformerConfig
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> beams = beam_search(Transformer(config), torch.tensor([[4, 5, 6]]), 5, 1, 2, beam_size=3, n_best=2)
+    >>> len(beams), len(beams[0]), beams[0][0].score >= beams[0][1].score  # per source, best first
+    (1, 2, True)
     """
-    _check_common(model, src, max_new_tokens)
+    decodable = _check_common(model, src, max_new_tokens)
     check_positive("beam_size", beam_size)
     check_positive("n_best", n_best)
     if n_best > beam_size:
@@ -200,7 +228,7 @@ def beam_search(
         for row in src.split(1):
             results.append(
                 _beam_one(
-                    model,
+                    decodable,
                     row.expand(beam_size, -1),
                     max_new_tokens,
                     bos_id,
@@ -214,7 +242,17 @@ def beam_search(
     return results
 
 
-def _beam_one(model, src, max_new_tokens, bos_id, eos_id, k, alpha, n_best, use_cache) -> list[Hypothesis]:
+def _beam_one(
+    model: Decodable,
+    src: Tensor,
+    max_new_tokens: int,
+    bos_id: int,
+    eos_id: int,
+    k: int,
+    alpha: float,
+    n_best: int,
+    use_cache: bool,
+) -> list[Hypothesis]:
     state = model.start_decoding(src, bos_id, max_new_tokens, use_cache)
     scores = torch.full((k,), float("-inf"), device=src.device)
     scores[0] = 0.0  # all beams start identical: expand only the first one
@@ -225,7 +263,7 @@ def _beam_one(model, src, max_new_tokens, bos_id, eos_id, k, alpha, n_best, use_
         cand = (scores[:, None] + logp).view(-1)  # (k * V,)
         top_scores, top_idx = cand.topk(min(2 * k, cand.numel()))
         keep_beam, keep_tok, keep_score = [], [], []
-        for s, i in zip(top_scores.tolist(), top_idx.tolist()):
+        for s, i in zip(top_scores.tolist(), top_idx.tolist(), strict=True):
             if s == float("-inf"):
                 break
             beam, tok = divmod(i, vocab)
@@ -233,7 +271,9 @@ def _beam_one(model, src, max_new_tokens, bos_id, eos_id, k, alpha, n_best, use_
                 seq = torch.cat((state.tokens[beam], state.tokens.new_tensor([eos_id])))
                 finished.append(Hypothesis(seq, s / _length_penalty(step, alpha), s))
             else:
-                keep_beam.append(beam), keep_tok.append(tok), keep_score.append(s)
+                keep_beam.append(beam)
+                keep_tok.append(tok)
+                keep_score.append(s)
             if len(keep_beam) == k:
                 break
         if len(finished) >= k or not keep_beam:

@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .checkpoints import save_checkpoint
-from .data import TASKS, collate_pairs, make_task, task_vocab_size
+from .data import TASKS, TaskName, collate_pairs, make_task, task_vocab_size
 from .device import seed_everything
 from .models import Transformer, TransformerConfig
 from .training import paper_adam
@@ -63,7 +63,7 @@ class DataParallelRun:
 
     # A complete record of one run (its history.json stores it), like the book's recipes; config() maps the model
     # fields onto a TransformerConfig.
-    task: str = "copy"
+    task: TaskName = "copy"
     steps: int = 20
     global_batch: int = 16
     lr: float = 1e-3
@@ -154,10 +154,11 @@ def _train(
     seed_everything(run.seed)  # the same initial weights on every process (DDP also broadcasts rank 0's at start)
     model = Transformer(cfg).to(device)
     torch.manual_seed(run.seed + 1 + rank)  # but each process its own dropout masks
-    if backend:
-        ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    else:
-        ddp = model
+    ddp: nn.Module = (
+        DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+        if backend
+        else model
+    )
     optimizer = paper_adam(ddp.parameters(), run.lr)
     global_batch = run.global_batch
     pairs = make_task(

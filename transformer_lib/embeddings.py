@@ -42,6 +42,14 @@ def sinusoidal_encoding(
 
     Shape:
         output: (max_len, d_model)
+
+    Example:
+
+    >>> pe = sinusoidal_encoding(4, 6)  # 4 positions, d_model = 6
+    >>> pe[0]  # position 0: sin(0) = 0 in even columns, cos(0) = 1 in odd ones
+    tensor([0., 1., 0., 1., 0., 1.])
+    >>> round(pe[1, 0].item(), 4)  # sin(1 / 10000^0)
+    0.8415
     """
     check_positive("max_len", max_len)
     check_positive("d_model", d_model)
@@ -90,6 +98,8 @@ class SinusoidalPositionalEncoding(nn.Module):
     Shape:
         x: (B, T, C) -> output: (B, T, C); ``offset`` shifts positions (used by the KV cache when decoding).
     """
+
+    pe: Tensor  # (max_len, C), a buffer: follows .to(device) but is not saved
 
     def __init__(self, d_model: int, max_len: int = 5000) -> None:
         super().__init__()

@@ -12,6 +12,8 @@ original was, on its device and in its dtype.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -76,6 +78,8 @@ def decoder_layer_from_torch(layer: nn.TransformerDecoderLayer, *, attn_impl: At
     _expect("layer", layer, nn.TransformerDecoderLayer)
     ours = DecoderLayer(**_layer_kwargs(layer), attn_impl=attn_impl)
     _copy_layer(ours, layer, _DECODER_NORMS)
+    if ours.cross_attn is None:  # DecoderLayer builds it by default; a torch decoder layer always has one
+        raise RuntimeError("DecoderLayer(cross_attention=True) built no cross-attention")
     with torch.no_grad():
         ours.cross_attn.load_state_dict(mha_from_torch(layer.multihead_attn).state_dict())
     return ours
@@ -84,7 +88,7 @@ def decoder_layer_from_torch(layer: nn.TransformerDecoderLayer, *, attn_impl: At
 def encoder_from_torch(encoder: nn.TransformerEncoder, *, attn_impl: AttentionImpl = "sdpa") -> Encoder:
     """Our :class:`Encoder` holding the same layers, final norm and ``batch_first`` as ``encoder``."""
     _expect("encoder", encoder, nn.TransformerEncoder)
-    layers = [encoder_layer_from_torch(l, attn_impl=attn_impl) for l in encoder.layers]
+    layers = [encoder_layer_from_torch(layer, attn_impl=attn_impl) for layer in encoder.layers]
     ours = Encoder(layers, _copy_norm(encoder.norm), encoder.layers[0].self_attn.batch_first)
     return ours.train(encoder.training)
 
@@ -92,12 +96,12 @@ def encoder_from_torch(encoder: nn.TransformerEncoder, *, attn_impl: AttentionIm
 def decoder_from_torch(decoder: nn.TransformerDecoder, *, attn_impl: AttentionImpl = "sdpa") -> Decoder:
     """Our :class:`Decoder` holding the same layers, final norm and ``batch_first`` as ``decoder``."""
     _expect("decoder", decoder, nn.TransformerDecoder)
-    layers = [decoder_layer_from_torch(l, attn_impl=attn_impl) for l in decoder.layers]
+    layers = [decoder_layer_from_torch(layer, attn_impl=attn_impl) for layer in decoder.layers]
     ours = Decoder(layers, _copy_norm(decoder.norm), decoder.layers[0].self_attn.batch_first)
     return ours.train(decoder.training)
 
 
-_CONVERTERS = {
+_CONVERTERS: dict[type[nn.Module], Callable[..., nn.Module]] = {
     nn.MultiheadAttention: mha_from_torch,
     nn.TransformerEncoderLayer: encoder_layer_from_torch,
     nn.TransformerDecoderLayer: decoder_layer_from_torch,
@@ -116,7 +120,7 @@ def from_torch(module: nn.Module, *, attn_impl: AttentionImpl = "sdpa") -> nn.Mo
     raise TypeError(f"module: expected one of {names}, got {type(module).__name__}")
 
 
-def _layer_kwargs(layer: nn.Module) -> dict:
+def _layer_kwargs(layer: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> dict:
     """Our layer's constructor arguments read from a torch encoder or decoder layer."""
     act = layer.activation  # torch stores the function (F.relu) or a module (nn.ReLU())
     if act is F.relu or isinstance(act, nn.ReLU):
@@ -137,7 +141,11 @@ def _layer_kwargs(layer: nn.Module) -> dict:
     )
 
 
-def _copy_layer(ours: nn.Module, theirs: nn.Module, norms: list[tuple[str, str]]) -> None:
+def _copy_layer(
+    ours: EncoderLayer | DecoderLayer,
+    theirs: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer,
+    norms: list[tuple[str, str]],
+) -> None:
     """Copy self-attention, feed-forward and the LayerNorms (ours inside Residual wrappers) from ``theirs``."""
     p = theirs.linear1.weight
     ours.to(device=p.device, dtype=p.dtype)
@@ -150,10 +158,12 @@ def _copy_layer(ours: nn.Module, theirs: nn.Module, norms: list[tuple[str, str]]
     ours.train(theirs.training)
 
 
-def _copy_norm(norm: nn.LayerNorm | None) -> nn.LayerNorm | None:
+def _copy_norm(norm: nn.Module | None) -> nn.LayerNorm | None:
     """A copy of a stack's final LayerNorm (None stays None)."""
     if norm is None:
         return None
+    if not isinstance(norm, nn.LayerNorm):
+        raise TypeError(f"norm: expected the stack's final nn.LayerNorm or None, got {type(norm).__name__}")
     ours = nn.LayerNorm(
         norm.normalized_shape,
         eps=norm.eps,

@@ -16,8 +16,8 @@ Shape legend: ``B`` batch, ``H`` heads, ``L`` positions stored, ``D`` head dim, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +37,15 @@ class KVCache:
 
     Shape:
         k, v: (B, H, L, D) with L = positions stored so far
+
+    Example:
+
+    >>> cache = KVCache()
+    >>> k = v = torch.zeros(1, 2, 3, 4)  # (B, H, T, D): a prompt of 3 positions
+    >>> keys, _ = cache.append(k, v)
+    >>> keys, _ = cache.append(k[:, :, :1], v[:, :, :1])  # one decoding step adds one position
+    >>> cache.length, tuple(keys.shape)
+    (4, (1, 2, 4, 4))
     """
 
     def __init__(self, max_len: int | None = None, *, static: bool = False) -> None:
@@ -59,26 +68,26 @@ class KVCache:
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store the new (B, H, T, D) keys/values after those already held; return all of them."""
         new = k.shape[2]
-        if self._k is None:
+        if self._k is None or self._v is None:
             cap = max(self.max_len or 0, new)
             self._k = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])  # (B, H, L_max, D)
             self._v = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
-        elif self.length + new > self._k.shape[2]:  # grow by doubling when max_len was not known
-            grow = max(self.length + new, 2 * self._k.shape[2])
-            self._k = torch.cat(
-                (self._k, self._k.new_empty(*self._k.shape[:2], grow - self._k.shape[2], self._k.shape[3])), 2
+        keys, values = self._k, self._v
+        if self.length + new > keys.shape[2]:  # grow by doubling when max_len was not known
+            grow = max(self.length + new, 2 * keys.shape[2])
+            keys = torch.cat((keys, keys.new_empty(*keys.shape[:2], grow - keys.shape[2], keys.shape[3])), 2)
+            values = torch.cat(
+                (values, values.new_empty(*values.shape[:2], grow - values.shape[2], values.shape[3])), 2
             )
-            self._v = torch.cat(
-                (self._v, self._v.new_empty(*self._v.shape[:2], grow - self._v.shape[2], self._v.shape[3])), 2
-            )
-        self._k[:, :, self.length : self.length + new] = k
-        self._v[:, :, self.length : self.length + new] = v
+            self._k, self._v = keys, values
+        keys[:, :, self.length : self.length + new] = k
+        values[:, :, self.length : self.length + new] = v
         self.length += new
-        return self.k, self.v  # (B, H, L, D)
+        return keys[:, :, : self.length], values[:, :, : self.length]  # (B, H, L, D)
 
     def reorder(self, index: Tensor) -> None:
         """Keep batch rows ``index`` (beam search: follow each surviving beam's history)."""
-        if self._k is not None:
+        if self._k is not None and self._v is not None:
             self._k = self._k.index_select(0, index)
             self._v = self._v.index_select(0, index)
 

@@ -9,7 +9,7 @@ post-LN as in the paper, ``LayerNorm(x + Dropout(sublayer(x)))``, or pre-LN with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch.nn.functional as F
@@ -29,7 +29,7 @@ __all__ = [
     "EncoderOutput",
 ]
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
 class FeedForward(nn.Module):
@@ -129,6 +129,9 @@ class DecoderLayer(nn.Module):
         -> (B, T, C), self weights (B, H, T, T) or None, cross weights (B, H, T, S) or None
     """
 
+    cross_attn: MultiHeadAttention | None  # None without cross-attention (a decoder-only block)
+    cross_res: Residual | None
+
     def __init__(
         self,
         d_model: int,
@@ -149,8 +152,8 @@ class DecoderLayer(nn.Module):
         if cross_attention:
             self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias, attn_impl=attn_impl)
             self.cross_res = Residual(d_model, dropout, norm_first, layer_norm_eps, bias)
-        else:
-            self.cross_attn = self.cross_res = None
+        else:  # a decoder-only stack (GPT-style) has no encoder to attend to
+            self.cross_attn, self.cross_res = None, None
         self.ff = FeedForward(d_model, d_ff, dropout, activation, bias)
         self.ff_res = Residual(d_model, dropout, norm_first, layer_norm_eps, bias)
 
@@ -167,7 +170,7 @@ class DecoderLayer(nn.Module):
         h, self_w = self.self_attn(h, h, h, self_mask, need_weights, None if cache is None else cache.self_attn)
         y = self.self_res.post(y, h)
         cross_w = None
-        if self.cross_attn is not None:
+        if self.cross_attn is not None and self.cross_res is not None:
             if memory is None:
                 raise ValueError("memory: this decoder layer has cross-attention and needs the encoder output")
             h = self.cross_res.pre(y)
@@ -228,7 +231,7 @@ class Encoder(_Stack):
         """Like ``forward``, optionally also returning each layer's attention weights and hidden states."""
         x = self._in("x", x)
         hidden = [x] if output_hidden_states else None
-        attentions = [] if need_weights else None
+        attentions: list[Tensor] | None = [] if need_weights else None
         for layer in self.layers:
             x, w = layer(x, mask, need_weights)
             if hidden is not None:
@@ -275,10 +278,11 @@ class Decoder(_Stack):
             memory = self._in("memory", memory)
         if cache is not None and len(cache) != len(self.layers):
             raise ValueError(f"cache: expected one LayerCache per layer ({len(self.layers)}), got {len(cache)}")
-        self_ws, cross_ws = ([], []) if need_weights else (None, None)
+        self_ws: list[Tensor] | None = [] if need_weights else None
+        cross_ws: list[Tensor] | None = [] if need_weights else None
         for i, layer in enumerate(self.layers):
             y, sw, cw = layer(y, memory, self_mask, cross_mask, need_weights, None if cache is None else cache[i])
-            if need_weights:
+            if self_ws is not None and cross_ws is not None:
                 self_ws.append(sw)
                 cross_ws.append(cw)
         return self._out(y), self_ws, cross_ws

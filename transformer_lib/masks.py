@@ -22,6 +22,11 @@ def padding_mask(ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
 
     Shape:
         ids: (B, S) -> output: (B, 1, 1, S) bool, broadcasting over heads and queries.
+
+    Example:
+
+    >>> padding_mask(torch.tensor([[5, 6, 0]]))  # the last id is <pad> (0): no query may look at it
+    tensor([[[[ True,  True, False]]]])
     """
     check_tensor("ids", ids, ndim=2, dtype="int")
     return (ids != pad_id)[:, None, None, :]  # (B, 1, 1, S)
@@ -32,6 +37,13 @@ def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
 
     Shape:
         output: (size, size) bool, lower-triangular including the diagonal.
+
+    Example:
+
+    >>> causal_mask(3)  # row i: query i sees keys 0..i
+    tensor([[ True, False, False],
+            [ True,  True, False],
+            [ True,  True,  True]])
     """
     check_positive("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()  # (T, T)
@@ -61,4 +73,4 @@ def decoder_mask(ids: Tensor, pad_id: int = PAD_ID) -> Tensor:
         ids: (B, T) -> output: (B, 1, T, T) bool
     """
     check_tensor("ids", ids, ndim=2, dtype="int")
-    return combine_masks(causal_mask(ids.shape[1], ids.device), padding_mask(ids, pad_id))  # (B, 1, T, T)
+    return causal_mask(ids.shape[1], ids.device) & padding_mask(ids, pad_id)  # combine_masks of the two: (B, 1, T, T)

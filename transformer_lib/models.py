@@ -12,7 +12,7 @@ Shape legend: ``B`` batch, ``S`` source length, ``T`` target length, ``C`` d_mod
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import get_args
+from typing import Literal, get_args, overload
 
 import torch
 from torch import Tensor, nn
@@ -149,6 +149,15 @@ class Transformer(nn.Module):
 
     Shape:
         src: (B, S) int64, tgt: (B, T) int64 -> logits (B, T, V_tgt)
+
+    Example (a tiny model; the paper's base model is ``TransformerConfig(src_vocab_size, tgt_vocab_size)``):
+
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> model = Transformer(config)
+    >>> src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[1, 7]])  # (B, S), (B, T)
+    >>> tuple(model(src, tgt).shape)  # next-token logits at every target position: (B, T, V)
+    (1, 2, 20)
     """
 
     def __init__(self, config: TransformerConfig) -> None:
@@ -181,6 +190,26 @@ class Transformer(nn.Module):
         mask = self.src_mask(src) if src_mask is None else src_mask
         return self.encoder(self.src_embed(src), mask)
 
+    @overload
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src: Tensor | None = None,
+        *,
+        src_mask: Tensor | None = None,
+        need_weights: Literal[False] = False,
+    ) -> Tensor: ...
+    @overload
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src: Tensor | None = None,
+        *,
+        src_mask: Tensor | None = None,
+        need_weights: Literal[True],
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]: ...
     def decode(
         self,
         tgt: Tensor,
@@ -199,7 +228,9 @@ class Transformer(nn.Module):
         h, self_w, cross_w = self.decoder.run(
             self.tgt_embed(tgt), memory, self.tgt_mask(tgt), src_mask, need_weights=need_weights
         )
-        return (h, self_w, cross_w) if need_weights else h
+        if self_w is None or cross_w is None:  # Decoder.run returns the weights exactly when asked
+            return h
+        return h, self_w, cross_w
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         memory = self.encode(src)
@@ -212,6 +243,8 @@ class Transformer(nn.Module):
         mask = self.src_mask(src)
         enc = self.encoder.run(self.src_embed(src), mask, need_weights=True)
         _, self_w, cross_w = self.decode(tgt, enc.last_hidden_state, src_mask=mask, need_weights=True)
+        if enc.attentions is None:
+            raise RuntimeError("Encoder.run(need_weights=True) returned no attention weights")
         return {
             "encoder": torch.stack(enc.attentions),
             "decoder_self": torch.stack(self_w),
@@ -231,6 +264,8 @@ class Transformer(nn.Module):
         """Logits for the next token after ``state.tokens``. Shape: -> (B, V)."""
         if state.caches is not None:  # feed only the tokens the caches have not seen (transformer_lib.kv_cache)
             return cached_step(state, self.tgt_embed, self.decoder, self.lm_head)
+        if state.memory is None:
+            raise ValueError("state: expected the encoder output in state.memory (made by Transformer.start_decoding)")
         h = self.decode(state.tokens, state.memory, src_mask=state.memory_mask)  # recompute the whole prefix
         return self.lm_head(h[:, -1])  # (B, V)
 
@@ -243,6 +278,13 @@ class EncoderOnlyModel(nn.Module):
 
     Shape:
         ids: (B, S) int64 -> logits (B, S, n_outputs or V)
+
+    Example:
+
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> tuple(EncoderOnlyModel(config)(torch.tensor([[4, 5, 6]])).shape)  # logits per token: (B, S, V)
+    (1, 3, 20)
     """
 
     def __init__(self, config: TransformerConfig, n_outputs: int | None = None) -> None:
@@ -288,6 +330,13 @@ class DecoderOnlyModel(nn.Module):
 
     Shape:
         ids: (B, T) int64 -> logits (B, T, V)
+
+    Example:
+
+    >>> config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
+    ...                            n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    >>> tuple(DecoderOnlyModel(config)(torch.tensor([[1, 4, 5]])).shape)  # next-token logits: (B, T, V)
+    (1, 3, 20)
     """
 
     def __init__(self, config: TransformerConfig) -> None:
@@ -307,11 +356,15 @@ class DecoderOnlyModel(nn.Module):
         """Causal AND padding mask. Shape: (B, T) -> (B, 1, T, T)."""
         return decoder_mask(ids, self.config.pad_id)
 
+    @overload
+    def forward(self, ids: Tensor, *, need_weights: Literal[False] = False) -> Tensor: ...
+    @overload
+    def forward(self, ids: Tensor, *, need_weights: Literal[True]) -> tuple[Tensor, list[Tensor]]: ...
     def forward(self, ids: Tensor, *, need_weights: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
         check_token_ids("ids", ids, self.config.tgt_vocab_size, self.config.max_len)
         h, self_w, _ = self.decoder.run(self.embed(ids), None, self.mask(ids), need_weights=need_weights)
-        logits = self.lm_head(h)
-        return (logits, self_w) if need_weights else logits
+        logits: Tensor = self.lm_head(h)
+        return logits if self_w is None else (logits, self_w)
 
     def start_decoding(self, prompt: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True) -> DecodingState:
         """The prompt (B, P), which must contain no padding, is the first input (``bos_id`` is not added)."""

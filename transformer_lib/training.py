@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +25,7 @@ from .validation import check_positive, check_tensor
 
 __all__ = [
     "sequence_loss",
+    "pad_id_of",
     "paper_adam",
     "noam_lr",
     "noam_schedule",
@@ -36,12 +38,20 @@ __all__ = [
 
 # The paper trains with Adam, β1 = 0.9, β2 = 0.98, ε = 1e-9 (§5.3). The small β2 forgets old squared
 # gradients faster than the default 0.999, which keeps steps stable while the learning rate warms up.
-PAPER_ADAM = dict(betas=(0.9, 0.98), eps=1e-9)
+PAPER_ADAM: dict[str, Any] = dict(betas=(0.9, 0.98), eps=1e-9)
 
 
 def paper_adam(parameters: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Adam:
     """Adam with the paper's settings (§5.3); ``lr`` is usually rescaled every step by :func:`noam_schedule`."""
     return torch.optim.Adam(parameters, lr=lr, **PAPER_ADAM)
+
+
+def pad_id_of(model: nn.Module) -> int:
+    """The padding id of a model of this library (``model.config.pad_id``), with a clear error for any other."""
+    pad_id = getattr(getattr(model, "config", None), "pad_id", None)
+    if not isinstance(pad_id, int):
+        raise TypeError(f"model: expected a model of this library with config.pad_id, got {type(model).__name__}")
+    return pad_id
 
 
 def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID, label_smoothing: float = 0.0) -> Tensor:
@@ -74,7 +84,15 @@ def token_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> tup
 
 def noam_lr(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0) -> float:
     """The paper's schedule (§5.3): ``d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)``, linear warm-up then
-    decay as 1/√step, peaking at step = warmup_steps. Steps count from 1."""
+    decay as 1/√step, peaking at step = warmup_steps. Steps count from 1.
+
+    Example (the paper's base model: the rate peaks at the end of warm-up, step 4000):
+
+    >>> round(noam_lr(4000, d_model=512), 6)
+    0.000699
+    >>> noam_lr(2000, 512) < noam_lr(4000, 512) > noam_lr(8000, 512)
+    True
+    """
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
@@ -116,7 +134,7 @@ def seq2seq_loss(model: nn.Module, batch, label_smoothing: float = 0.0) -> tuple
     """Loss, logits and targets of one encoder-decoder batch (the default ``step_fn`` of :func:`train`)."""
     src, tgt_in, tgt_out = _unpack(batch)
     logits = model(src, tgt_in)  # (B, T, V): every position predicted in parallel
-    return sequence_loss(logits, tgt_out, model.config.pad_id, label_smoothing), logits, tgt_out
+    return sequence_loss(logits, tgt_out, pad_id_of(model), label_smoothing), logits, tgt_out
 
 
 def train(
@@ -160,7 +178,7 @@ def train(
     step_fn = step_fn or seq2seq_loss
     use_amp = amp and device.type == "cuda"
     history, start, steps = History(), time.perf_counter(), 0
-    total = max_steps or (epochs * len(loader) if hasattr(loader, "__len__") else None)
+    total = max_steps or (epochs * len(loader) if isinstance(loader, Sized) else None)
     bar = tqdm(total=total, desc=desc, disable=not progress, leave=True)  # a finished bar stays: the site shows it
     model.train()
     try:
@@ -176,7 +194,7 @@ def train(
                 optimizer.step()
                 if scheduler is not None:
                     scheduler.step()
-                correct, counted = token_accuracy(logits.detach(), targets, model.config.pad_id)
+                correct, counted = token_accuracy(logits.detach(), targets, pad_id_of(model))
                 history.loss.append(float(loss.detach()))
                 history.accuracy.append(correct / max(counted, 1))
                 history.lr.append(optimizer.param_groups[0]["lr"])
@@ -226,7 +244,7 @@ def evaluate(
     """
     device = next(model.parameters()).device
     decode = decode or greedy_decode
-    pad = model.config.pad_id
+    pad = pad_id_of(model)
     model.eval()
     correct = counted = exact = n = 0
     for batch in loader:

@@ -63,7 +63,7 @@ def check_tensor(
             else x.dtype == dtype
         )
         if not ok:
-            kind = {"float": "a floating-point", "int": "an integer", "bool": "a boolean"}.get(dtype, f"a {dtype}")
+            kind = {"float": "a floating-point", "int": "an integer", "bool": "a boolean"}.get(str(dtype), f"a {dtype}")
             raise TypeError(f"{name}: expected {kind} tensor, got dtype {x.dtype}")
     return x
 
@@ -118,7 +118,7 @@ def check_mask(name: str, mask: object, shape: Sequence[int]) -> Tensor:
             "convert with `mask.bool()` or build it with tl.padding_mask / tl.causal_mask"
         )
     target = tuple(shape)[-mask.dim() :]
-    for got, want in zip(mask.shape, target):
+    for got, want in zip(mask.shape, target, strict=False):
         if got not in (1, want):
             raise ValueError(
                 f"{name}: shape {tuple(mask.shape)} does not broadcast to (batch, heads, q_len, k_len) = {tuple(shape)}"

@@ -7,7 +7,6 @@
               "title.font.color": "#ced6dd"};
   var LIGHT = {"paper_bgcolor": "white", "plot_bgcolor": "white", "font.color": "#2a3f5f",
                "title.font.color": "#2a3f5f"};
-  function isDark() { return document.documentElement.dataset.theme === "dark"; }
   function axes(gd, dark) {
     var update = {};
     Object.keys(gd.layout || {}).forEach(function (key) {
@@ -18,12 +17,39 @@
     });
     return update;
   }
+  // plotly's menus and sliders keep light buttons whatever the text colour: in dark mode their text (light) would
+  // stand on them at a contrast of 1.4. plotly.js fixes the active button's colour (a near-white, not an attribute),
+  // so in dark mode menus keep light buttons with dark text; sliders get light text on the dark page.
+  function controls(gd, dark) {
+    var update = {};
+    if ((gd.layout.updatemenus || []).length) {  // whole menus, so that light mode drops them again
+      update.updatemenus = gd.layout.updatemenus.map(function (m) {
+        var copy = Object.assign({}, m, {font: Object.assign({}, m.font, {color: dark ? "#1f2328" : undefined})});
+        ["bgcolor", "bordercolor"].forEach(function (k) { delete copy[k]; });
+        return dark ? Object.assign(copy, {bgcolor: "#dfe3e8", bordercolor: "#8a939c"}) : copy;
+      });
+    }
+    (gd.layout.sliders || []).forEach(function (s, i) {
+      var key = "sliders[" + i + "].";
+      update[key + "bgcolor"] = dark ? "#5a6470" : null;
+      update[key + "activebgcolor"] = dark ? "#8ab4f8" : null;
+      update[key + "bordercolor"] = dark ? "#8a939c" : null;
+      update[key + "font.color"] = dark ? "#e9ecef" : null;
+      update[key + "currentvalue.font.color"] = dark ? "#e9ecef" : null;
+    });
+    return update;
+  }
+  function isDark() {  // "auto" (the reader's system setting) until the theme's script has resolved it
+    var theme = document.documentElement.dataset.theme;
+    return theme === "dark" || (theme === "auto" && !!window.matchMedia &&
+                                window.matchMedia("(prefers-color-scheme: dark)").matches);
+  }
   function apply(gd) {
     if (!window.Plotly || !gd || !gd.layout) { return; }
     var dark = isDark();
     if (dark === (gd.tlDark === true)) { return; }  // drawn light, and still light: nothing to do
     gd.tlDark = dark;
-    window.Plotly.relayout(gd, Object.assign({}, dark ? DARK : LIGHT, axes(gd, dark)));
+    window.Plotly.relayout(gd, Object.assign({}, dark ? DARK : LIGHT, axes(gd, dark), controls(gd, dark)));
   }
   // Phones. The figures are laid out for the desktop column (about 690 px); at 360 px their margins, a colour bar
   // beside the plot and a legend on the right would leave the plot a third of the width. So, before the figure is
@@ -50,6 +76,82 @@
       if (args && typeof args["title.text"] === "string") { args["title.text"] = wrapTitle(args["title.text"], room); }
     });
   }
+  // Menus. A plotly dropdown ignores taps on a touch screen, and a long one must be scrolled open on a desktop.
+  // Before a figure is first drawn, each of its dropdown menus becomes HTML <select>s over the figure, as the
+  // kernel-free twins of transformer_lib.book.controls.precomputed_html have: one per argument when the entries
+  // read "name=value, name=value" for every combination (controls.precomputed), else one listing the entries.
+  // Choosing an option does what the plotly entry would (Plotly.update with its arguments).
+  function parseEntry(label) {  // "kind=lstm, seq_len=16" -> [["kind", "lstm"], ["seq_len", "16"]], or null
+    if (typeof label !== "string") { return null; }
+    var pairs = label.split(/, (?=[A-Za-z_][\w ]*=)/).map(function (part) {
+      var at = part.indexOf("=");
+      return at > 0 ? [part.slice(0, at), part.slice(at + 1)] : null;
+    });
+    return pairs.every(Boolean) ? pairs : null;
+  }
+  function argumentMenus(buttons) {  // [{name, values}] when the entries are every combination of named values
+    var parsed = buttons.map(function (b) { return parseEntry(b.label); });
+    if (!parsed.every(Boolean)) { return null; }
+    var names = parsed[0].map(function (p) { return p[0]; }), count = 1;
+    var same = parsed.every(function (p) {
+      return p.length === names.length && p.every(function (pair, i) { return pair[0] === names[i]; });
+    });
+    if (!same) { return null; }
+    var menus = names.map(function (name, i) {
+      var values = [];
+      parsed.forEach(function (p) { if (values.indexOf(p[i][1]) < 0) { values.push(p[i][1]); } });
+      count *= values.length;
+      return {name: name, values: values};
+    });
+    return count === buttons.length ? menus : null;
+  }
+  function option(text, selected) {
+    var o = document.createElement("option");
+    o.textContent = text;
+    o.value = text;
+    o.selected = selected;
+    return o;
+  }
+  window.tlPlotlyMenus = function (fig, el) {
+    var layout = fig.layout || {}, kept = [], bar = null;
+    (layout.updatemenus || []).forEach(function (menu) {
+      var buttons = (menu.buttons || []).filter(function (b) { return b.method && b.method !== "skip"; });
+      if (menu.type === "buttons" || buttons.length < 2) { kept.push(menu); return; }
+      if (!bar) {
+        bar = document.createElement("div");
+        bar.className = "tl-plotly-menus";
+        el.parentNode.insertBefore(bar, el);
+      }
+      var active = buttons[menu.active || 0] || buttons[0], selects = [];
+      var named = argumentMenus(buttons), current = named ? parseEntry(active.label) : null;
+      (named || [{name: "view", values: buttons.map(function (b, i) { return b.label || String(i + 1); })}])
+        .forEach(function (m, i) {
+          var label = document.createElement("label"), select = document.createElement("select");
+          label.appendChild(document.createTextNode(m.name + " "));
+          m.values.forEach(function (v, j) {
+            select.appendChild(option(v, current ? current[i][1] === v : buttons[j] === active));
+          });
+          label.appendChild(select);
+          bar.appendChild(label);
+          selects.push(select);
+        });
+      function choose() {
+        var values = selects.map(function (s) { return s.value; }), chosen = buttons.filter(function (b, j) {
+          return named ? parseEntry(b.label).every(function (p, i) { return p[1] === values[i]; })
+                       : selects[0].selectedIndex === j;
+        })[0];
+        if (chosen && window.Plotly) { window.Plotly[chosen.method].apply(null, [el].concat(chosen.args || [])); }
+      }
+      selects.forEach(function (s) { s.addEventListener("change", choose); });
+      el.tlMenus = (el.tlMenus || []).concat([menu]);  // their titles are wrapped on a phone like the others
+      if ((menu.y === undefined ? 1 : menu.y) <= 0 && layout.margin && layout.margin.b > 60) {
+        var freed = Math.min(layout.margin.b - 60, 60);  // the room the menu had under the plot
+        layout.margin.b -= freed;
+        if (layout.height) { layout.height -= freed; }
+      }
+    });
+    if (bar) { layout.updatemenus = kept; }
+  };
   window.tlPlotlyPrepare = function (fig, el) {
     var layout = fig.layout = fig.layout || {}, data = fig.data || [];
     if (el.clientWidth >= 500 || isDiagram(layout)) { return; }
@@ -58,7 +160,9 @@
     set(set(layout, "title", {}), "font", {size: 12});
     var room = el.clientWidth - 20;  // plotly does not wrap titles: break the long ones in two lines
     layout.title.text = wrapTitle(layout.title.text, room);
-    (layout.sliders || []).concat(layout.updatemenus || []).forEach(function (c) { wrapStepTitles(c, room); });
+    (layout.sliders || []).concat(layout.updatemenus || [], el.tlMenus || []).forEach(function (c) {
+      wrapStepTitles(c, room);
+    });
     var margin = set(layout, "margin", {});
     margin.l = Math.min(margin.l === undefined ? 60 : margin.l, 10);  // axis labels add their own room
     margin.r = Math.min(margin.r === undefined ? 20 : margin.r, 10);

@@ -8,18 +8,29 @@
                  "\\lVert": "‖", "\\rVert": "‖", "\\partial": "∂", "\\quad": " ", "\\qquad": " ", "\\left": "",
                  "\\right": "", "\\,": " ", "\\;": " ", "\\!": ""};
   function plain(tex) {
+    // a snippet that starts inside a formula may have lost the backslash of its first command too
+    tex = tex.replace(/(^|[^A-Za-z\\])(mathrm|text|operatorname|mathbf|mathit|boldsymbol)\{([^{}]*)\}/g, "$1$3");
     tex = tex.replace(/\\(mathrm|text|operatorname|mathbf|mathit|boldsymbol)\{([^{}]*)\}/g, "$2");
     tex = tex.replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)");
     tex = tex.replace(/\\[a-zA-Z]+|\\[,;!]/g, function (c) { return c in SYMBOLS ? SYMBOLS[c] : c.slice(1); });
     return tex.replace(/[{}]/g, "").replace(/\s+/g, " ").trim();
   }
   function clean(text) {
+    // a snippet that starts inside a formula: everything before the first unopened \) or \] is formula
+    var close = text.search(/\\[)\]]/), open = text.search(/\\[(\[]/);
+    if (close >= 0 && (open < 0 || open > close)) { text = plain(text.slice(0, close)) + text.slice(close + 2); }
     return text.replace(/\\\(([\s\S]*?)\\\)/g, function (_, t) { return plain(t); })
                .replace(/\\\[([\s\S]*?)\\\]/g, function (_, t) { return plain(t); })
                .replace(/\$\$([\s\S]*?)\$\$/g, function (_, t) { return plain(t); })
                .replace(/\\[(\[]([^]*)$/, function (_, t) { return plain(t); });  // a formula the snippet cut off
   }
   function fix(root) {
+    // A snippet is cleaned as a whole: the search highlights the query word inside it (a <span>), which splits a
+    // formula such as \mathrm{softmax} over three text nodes. A cleaned snippet loses that highlight.
+    root.querySelectorAll("p.context").forEach(function (p) {
+      var cleaned = clean(p.textContent);
+      if (cleaned !== p.textContent) { p.textContent = cleaned; }
+    });
     var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT), node;
     while ((node = walker.nextNode())) {
       var cleaned = clean(node.nodeValue);

@@ -113,7 +113,7 @@ def scaled_dot_product_diagram(
             hover="each query's output: a weighted average of the value rows",
         ),
     ]
-    arrows = [
+    arrows: list[tuple[str, ...] | Arrow] = [
         ("q", "matmul"),
         ("k", "matmul"),
         ("matmul", "scale", "(T, S)"),
@@ -133,11 +133,12 @@ def notes_flowchart(attn: MultiHeadAttention, **kwargs):
 
 
 def multi_head_diagram(
-    mha: MultiHeadAttention, *, title: str | None = None, height: int = 460, backend: str = "plotly"
+    mha: MultiHeadAttention, *, title: str | None = None, height: int = 540, backend: str = "plotly"
 ):
-    """Figure 2, right: V, K, Q → their linear projections → h heads of scaled dot-product attention in parallel
-    → Concat → linear W^O. h, d_k and every width are read from ``mha`` (up to 8 heads are drawn one by one;
-    more are drawn as the first three, "…", the last two)."""
+    """Figure 2, right: V, K, Q → their linear projections → split into h heads → h heads of scaled dot-product
+    attention in parallel → Concat → linear W^O. h, d_k and every width are read from ``mha``: the split row shows
+    d_model = h · d_k, and each head is labelled with its d_k (up to 8 heads are drawn one by one; more are drawn as
+    the first three, "…", the last two)."""
     mha = _check_attention("mha", mha)
     h, d_k, C = mha.n_heads, mha.d_head, mha.d_model
     out_features, in_features = mha.o_proj.weight.shape
@@ -156,21 +157,41 @@ def multi_head_diagram(
                 hover=f"rows {rows} of the fused qkv_proj weight {tuple(mha.qkv_proj.weight.shape)}",
             )
         )
+    boxes.append(
+        Box(
+            "split",
+            f"split: d_model = {C} = h · d_k = {h} × {d_k}",
+            0,
+            1.85,
+            6.3,
+            0.5,
+            ORANGE,
+            hover=f"each of Q, K, V: (B, T, {C}) viewed as (B, {h}, T, {d_k}); head i takes dimensions "
+            f"i·{d_k} to (i+1)·{d_k} − 1",
+        )
+    )
     shown = [str(i) for i in range(1, h + 1)] if h <= 8 else ["1", "2", "3", "…", str(h - 1), str(h)]
     width = 5.8 / len(shown)
+
+    def head_label(label: str) -> str:  # as much as the box's width holds: "head 1 · d_k = 64" down to "1\n64"
+        if len(shown) <= 2:
+            return f"head {label} · d_k = {d_k}"
+        return f"head {label}\nd_k = {d_k}" if len(shown) <= 4 else f"{label}\n{d_k}"
+
     for j, label in enumerate(shown):
         boxes.append(
             Box(
                 f"head{label}" if label != "…" else "head_more",
-                label,
+                head_label(label) if label != "…" else "…",
                 -2.9 + width * (j + 0.5),
-                2.05,
+                2.9,
                 width * 0.8,
-                0.5,
+                0.62,
                 BLUE,
-                hover=f"head {label}: softmax(Q_i K_iᵀ / √{d_k}) V_i on {d_k} dimensions"
+                hover=f"head {label} · d_k = {d_k}: softmax(Q_i K_iᵀ / √{d_k}) V_i"
                 if label != "…"
-                else f"heads 4 to {h - 2}",
+                else f"heads 4 to {h - 2}, each d_k = {d_k}",
+                font_size=11,
             )
         )
     boxes.append(
@@ -178,7 +199,7 @@ def multi_head_diagram(
             "heads",
             f"h = {h} heads of scaled dot-product attention, d_k = {d_k}",
             0,
-            2.2,
+            3.05,
             6.3,
             1.15,
             BLUE,
@@ -191,7 +212,7 @@ def multi_head_diagram(
             "concat",
             f"Concat: {h} × {d_k} = {h * d_k}",
             0,
-            3.3,
+            4.15,
             3.0,
             0.55,
             PURPLE,
@@ -201,7 +222,7 @@ def multi_head_diagram(
             "WO",
             f"Linear W<sup>O</sup>\n{in_features} → {out_features}",
             0,
-            4.2,
+            5.05,
             3.0,
             0.62,
             ORANGE,
@@ -210,8 +231,8 @@ def multi_head_diagram(
     ]
     arrows = (
         [(n, f"W{n}") for n in "VKQ"]
-        + [Arrow(f"W{n}", "heads") for n in "VKQ"]
-        + [("heads", "concat"), ("concat", "WO")]
+        + [Arrow(f"W{n}", "split") for n in "VKQ"]
+        + [("split", "heads"), ("heads", "concat"), ("concat", "WO")]
     )
     return block_diagram(
         boxes, arrows, title=title or f"Multi-head attention, h = {h}", height=height, backend=backend, design_width=360
@@ -255,8 +276,8 @@ def projection_diagram(
         ),
         Box("out", f"{_shape(qkv)}: chunk into three", 0, 1.95, 3.4, 0.5, ORANGE),
     ]
-    arrows = [("x", "qkv"), ("qkv", "out")]
-    for i, (name, part, head) in enumerate(zip("QKV", parts, heads)):
+    arrows: list[tuple[str, ...] | Arrow] = [("x", "qkv"), ("qkv", "out")]
+    for i, (name, part, head) in enumerate(zip("QKV", parts, heads, strict=True)):
         x_pos = (i - 1) * 1.7
         boxes += [
             Box(

@@ -27,7 +27,7 @@ def _combinations(choices: Mapping[str, Sequence[Any]], initial: Mapping[str, An
     if not choices or any(len(v) == 0 for v in choices.values()):
         raise ValueError(f"choices: expected at least one value for every argument, got {dict(choices)}")
     names = list(choices)
-    combos = [dict(zip(names, values)) for values in itertools.product(*(choices[n] for n in names))]
+    combos = [dict(zip(names, values, strict=True)) for values in itertools.product(*(choices[n] for n in names))]
     if len(combos) > MAX_VIEWS:
         raise ValueError(f"choices: {len(combos)} combinations; at most {MAX_VIEWS} fit in a page")
     start = 0
@@ -71,7 +71,7 @@ def precomputed_html(
         menus.append(f"<label style='margin-right:1em'>{html.escape(name)} <select>{options}</select></label>")
     panes = "".join(
         f'<div data-view="{key(c)}"{"" if i == start else " hidden"}>{v}</div>'
-        for i, (c, v) in enumerate(zip(combos, views))
+        for i, (c, v) in enumerate(zip(combos, views, strict=True))
     )
     script = (
         "<script>(function () {\n"

@@ -30,7 +30,7 @@ from ..kv_cache import DecodingState
 from ..masks import padding_mask
 from ..models import DecoderOnlyModel, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID
-from ..training import sequence_loss
+from ..training import pad_id_of, sequence_loss
 from ..validation import check_choice, check_positive, check_tensor
 
 __all__ = [
@@ -178,7 +178,7 @@ def causal_lm_step(
     check_tensor("batch", ids, ndim=2, dtype="int")
     inputs, targets = ids[:, :-1], ids[:, 1:]  # (B, T), (B, T): targets are the inputs shifted left by one
     logits = model(inputs)
-    return sequence_loss(logits, targets, model.config.pad_id, label_smoothing), logits, targets
+    return sequence_loss(logits, targets, pad_id_of(model), label_smoothing), logits, targets
 
 
 # --- Chapter 6: multi-head attention and parameter counts ------------------------------------------------------
@@ -204,7 +204,7 @@ def heads_one_by_one(
         rows = [slice(part * C + i * D, part * C + (i + 1) * D) for part in range(3)]  # head i's rows of Q, K, V
         q, k, v = (
             F.linear(x, W[r], None if b is None else b[r])[:, None]  # (B, 1, T or S, D)
-            for x, r in zip((query, key, value), rows)
+            for x, r in zip((query, key, value), rows, strict=True)
         )
         m = mask[:, i : i + 1] if mask is not None and mask.dim() == 4 and mask.shape[1] > 1 else mask
         out, _ = scaled_dot_product_attention(q, k, v, m, impl="eager")  # (B, 1, T, D)
@@ -331,7 +331,10 @@ def layer_gradient_norms(model: DecoderOnlyModel, ids: Tensor, param: str = "ff.
     model.zero_grad(set_to_none=True)
     loss, _, _ = causal_lm_step(model, ids)
     loss.backward()
-    norms = torch.stack([layer.get_parameter(param).grad.norm() for layer in model.decoder.layers])  # (L,)
+    grads = [layer.get_parameter(param).grad for layer in model.decoder.layers]
+    if any(g is None for g in grads):
+        raise ValueError(f"param: {param!r} received no gradient in some layer (is it used by the forward pass?)")
+    norms = torch.stack([g.norm() for g in grads if g is not None])  # (L,)
     model.zero_grad(set_to_none=True)
     return norms.detach()
 

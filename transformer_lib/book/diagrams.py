@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 import torch
-from torch import nn
 
-from ..embeddings import SinusoidalPositionalEncoding
+from ..embeddings import InputEmbedding, SinusoidalPositionalEncoding
+from ..layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .style import COLORS, check_backend, mpl_figure
 
 if TYPE_CHECKING:
@@ -56,13 +56,21 @@ class Box:
 @dataclass(frozen=True)
 class Arrow:
     """An arrow from box ``src`` to box ``dst``. ``route``: ``"auto"`` (straight, edge to edge), ``"vh"`` (up or
-    down to the target's row, then sideways into its side) or ``"hv"`` (sideways to the target's column, then up or
-    down into it)."""
+    down to the target's row, then sideways into its side), ``"hv"`` (sideways to the target's column, then up or
+    down into it), or ``"left"`` / ``"right"`` (out of the source's side to a vertical lane beside both boxes, along
+    it, and into the target's same side: a bypass around what lies between, such as a residual connection). The
+    lane lies ``lane`` diagram units outside the wider of the two boxes. ``name`` names the arrow's lines and head
+    in the figure, as a box's name does."""
 
     src: str
     dst: str
     label: str = ""
     route: str = "auto"
+    name: str = ""
+    lane: float = 0.15
+
+
+ROUTES = ("auto", "vh", "hv", "left", "right")
 
 
 def _as_arrow(arrow: Arrow | tuple, names: dict) -> Arrow:
@@ -70,15 +78,20 @@ def _as_arrow(arrow: Arrow | tuple, names: dict) -> Arrow:
         arrow = Arrow(*arrow)
     if not isinstance(arrow, Arrow) or arrow.src not in names or arrow.dst not in names:
         raise ValueError(f"arrows: expected (from_name, to_name[, label]) naming boxes in {list(names)}, got {arrow!r}")
-    if arrow.route not in ("auto", "vh", "hv"):
-        raise ValueError(f"arrows: route must be 'auto', 'vh' or 'hv', got {arrow.route!r}")
+    if arrow.route not in ROUTES:
+        raise ValueError(f"arrows: route must be one of {list(ROUTES)}, got {arrow.route!r}")
     return arrow
 
 
-def _points(a: Box, b: Box, route: str) -> list[tuple[float, float]]:
+def _points(a: Box, b: Box, route: str, lane: float = 0.15) -> list[tuple[float, float]]:
     """The corners of an arrow's path from box a to box b; the last segment carries the arrowhead."""
     up = 1 if b.y > a.y else -1
     right = 1 if b.x > a.x else -1
+    if route in ("left", "right"):  # a bypass: out of a's side, along a lane beside both boxes, into b's side
+        side = -1 if route == "left" else 1
+        edge_a, edge_b = a.x + side * a.width / 2, b.x + side * b.width / 2
+        x = min(edge_a, edge_b) - lane if side < 0 else max(edge_a, edge_b) + lane
+        return [(edge_a, a.y), (x, a.y), (x, b.y), (edge_b, b.y)]
     if route == "vh":
         return [(a.x, a.y + up * a.height / 2), (a.x, b.y), (b.x - right * b.width / 2, b.y)]
     if route == "hv":
@@ -108,7 +121,8 @@ def layout_diagram(
     if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
         spaces = [i for i, c in enumerate(title) if c == " "]
         if spaces:
-            cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+            middle = len(title) / 2
+            cut = min(spaces, key=lambda i: abs(i - middle))
             title, lines = title[:cut] + "<br>" + title[cut + 1 :], 2
     fig.update_xaxes(visible=False, range=list(x_range), fixedrange=True)
     fig.update_yaxes(visible=False, range=list(y_range), fixedrange=True)
@@ -142,8 +156,8 @@ def block_diagram(
     by_name = {b.name: b for b in boxes}
     if len(by_name) != len(boxes):
         raise ValueError("boxes: every Box needs a unique name")
-    arrows = [_as_arrow(a, by_name) for a in arrows]
-    paths = [(_points(by_name[a.src], by_name[a.dst], a.route), a.label) for a in arrows]
+    resolved = [_as_arrow(a, by_name) for a in arrows]
+    paths = [(_points(by_name[a.src], by_name[a.dst], a.route, a.lane), a.label, a.name) for a in resolved]
     xs = [v for b in boxes for v in (b.x - b.width / 2, b.x + b.width / 2)]
     ys = [v for b in boxes for v in (b.y - b.height / 2, b.y + b.height / 2)]
     x_range, y_range = (min(xs) - 0.2, max(xs) + 0.2), (min(ys) - 0.2, max(ys) + 0.2)
@@ -189,11 +203,15 @@ def block_diagram(
                 hovertext=b.hover or None,
                 font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None),
             )
-    for points, label in paths:
-        for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1]):  # every segment but the last: a plain line
-            fig.add_shape(type="line", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5))
+    for points, label, name in paths:
+        # every segment but the last: a plain line
+        for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1], strict=False):
+            fig.add_shape(
+                type="line", name=name or None, x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5)
+            )
         (x0, y0), (x1, y1) = points[-2:]
         fig.add_annotation(
+            name=name or None,
             x=x1,
             y=y1,
             ax=x0,
@@ -261,7 +279,7 @@ def _matplotlib(boxes, paths, x_range, y_range, title, height):
             ax.text(
                 b.x, b.y, _plain(b.label), ha="center", va="center", fontsize=8, color=DIM_TEXT if b.dim else "black"
             )
-    for points, label in paths:
+    for points, label, _name in paths:
         ax.plot([p[0] for p in points[:-1]], [p[1] for p in points[:-1]], color=ARROW_COLOR, lw=1)
         ax.annotate("", xy=points[-1], xytext=points[-2], arrowprops=dict(arrowstyle="->", color=ARROW_COLOR))
         (x0, y0), (x1, y1) = points[-2:]
@@ -299,7 +317,7 @@ def _highlight_set(highlight: str | Iterable[str] | None) -> set[str] | None:
     return parts
 
 
-def _embedding_labels(embed: nn.Module) -> tuple[str, str, str]:
+def _embedding_labels(embed: InputEmbedding) -> tuple[str, str, str]:
     vocab, width = embed.token.weight.shape
     scale = " × √d_model" if embed.token.scale else ""
     kind = "sinusoidal" if isinstance(embed.position, SinusoidalPositionalEncoding) else "learned"
@@ -310,19 +328,25 @@ def _embedding_labels(embed: nn.Module) -> tuple[str, str, str]:
     )
 
 
-def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colors: dict) -> tuple[list[Box], list]:
+def _stack_boxes(
+    stack: Encoder | Decoder, side: str, x: float, y: float, w: float, colors: dict
+) -> tuple[list[Box], list, list[tuple[str | None, str]]]:
     """One layer of an encoder or decoder stack (all layers are alike, so the first one is read), bottom to top
-    from row y, framed with "× N"; returns its boxes and the arrows between them (the stream through the layer)."""
+    from row y, framed with "× N"; returns its boxes, the arrows between them (the stream through the layer) and
+    the residual bypasses, one per sub-layer: (box whose output enters the sub-layer's block, its addition box),
+    with None for the stack's input (the box below the frame)."""
     layer = stack.layers[0]
+    if not isinstance(layer, (EncoderLayer, DecoderLayer)):
+        raise TypeError(f"stack: expected layers of the library's encoder or decoder, got {type(layer).__name__}")
     attn, ff = layer.self_attn, layer.ff
-    norm_first = (layer.attn_res if side == "enc" else layer.self_res).norm_first
+    norm_first = (layer.attn_res if isinstance(layer, EncoderLayer) else layer.self_res).norm_first
     heads = f"{attn.n_heads} heads of d_k = {attn.d_head}"
     subs = [
         ("self_attention", f"self-attention\n{heads}")
         if side == "enc"
         else ("masked_self_attention", f"masked self-attention\n{heads}")
     ]
-    if side == "dec" and layer.cross_attn is not None:
+    if isinstance(layer, DecoderLayer) and layer.cross_attn is not None:
         subs.append(("cross_attention", f"cross-attention\n{layer.cross_attn.n_heads} heads, K, V from encoder"))
     subs.append(
         (
@@ -331,8 +355,12 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
             f" → {ff.linear2.out_features} ({ff.activation})",
         )
     )
-    boxes, names, row, gap = [], [], y, 0.62
+    boxes: list[Box] = []
+    names: list[str] = []
+    row, gap = y, 0.62
+    skips: list[tuple[str | None, str]] = []
     for i, (group, label) in enumerate(subs):
+        stream_in = names[-1] if names else None  # x, before the (pre-LN) norm and the sub-layer
         if norm_first:  # pre-LN: LayerNorm before the sub-layer, + x after
             boxes.append(
                 Box(
@@ -374,6 +402,7 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
             Box(f"{side}_add{i}", label, x, row, w * 0.8, 0.42, colors["norm"], "add_norm", hover=hover, font_size=11)
         )
         names.append(boxes[-1].name)
+        skips.append((stream_in, boxes[-1].name))  # the residual: x goes around the sub-layer into the addition
         row += gap
     if stack.norm is not None:
         boxes.append(
@@ -410,7 +439,7 @@ def _stack_boxes(stack: nn.Module, side: str, x: float, y: float, w: float, colo
             font_size=11,
         )
     )
-    return boxes, list(zip(names, names[1:]))
+    return boxes, list(zip(names, names[1:], strict=False)), skips
 
 
 def transformer_diagram(
@@ -424,7 +453,9 @@ def transformer_diagram(
 ):
     """The paper's Figure 1 drawn from a live :class:`~transformer_lib.Transformer`: every number and option on
     it (layers, heads, widths, activation, post- or pre-LN, positional encoding, tied output layer) is read
-    from the model's own modules, so the picture cannot disagree with the code it shows. Given a
+    from the model's own modules, so the picture cannot disagree with the code it shows. Each sub-layer gets its
+    residual bypass (the paper's "Add & Norm" skip connection), drawn around it on the outer side of its stack,
+    from where the layer's input enters to the addition: named ``enc_skip0``, ``dec_skip1``, ... in the figure. Given a
     :class:`~transformer_lib.TransformerConfig`, the model is built from it on the meta device (modules and
     shapes only: no memory for weights, no random numbers drawn, so a chapter's seeded results do not move).
 
@@ -449,7 +480,9 @@ def transformer_diagram(
     tied = "\n(tied to the target embedding)" if model.lm_head.weight is model.tgt_embed.token.weight else ""
     w, xe, xd = 3.0, 0.0, 3.6
 
-    def column(embed: nn.Module, stack: nn.Module, side: str, x: float, y: float) -> tuple[list[Box], list]:
+    def column(
+        embed: InputEmbedding, stack: Encoder | Decoder, side: str, x: float, y: float
+    ) -> tuple[list[Box], list]:
         emb, pe, hover = _embedding_labels(embed)
         ids = "source token IDs" if side == "enc" else "target token IDs\n(shifted right)"
         boxes = [
@@ -457,9 +490,21 @@ def transformer_diagram(
             Box(f"{side}_emb", emb, x, y + 0.8, w, 0.62, orange, "embedding", hover=hover, font_size=11),
             Box(f"{side}_pe", pe, x, y + 1.6, w, 0.62, orange, "positional", hover=hover, font_size=11),
         ]
-        layer_boxes, arrows = _stack_boxes(stack, side, x, y + 2.8, w, colors)
+        layer_boxes, arrows, skips = _stack_boxes(stack, side, x, y + 2.8, w, colors)
         names = [b.name for b in boxes] + [arrows[0][0]]
-        return boxes + layer_boxes, list(zip(names, names[1:])) + arrows
+        route = "left" if side == "enc" else "right"  # outside the two columns, as in the paper's Figure 1
+        width = {b.name: b.width for b in boxes + layer_boxes}
+        bypasses = [  # each lane just outside the widest box of the column (w), so it clears the sub-layer
+            Arrow(
+                src or f"{side}_pe",
+                dst,
+                route=route,
+                name=f"{side}_skip{i}",
+                lane=w / 2 + 0.08 - max(width[src or f"{side}_pe"], width[dst]) / 2,
+            )
+            for i, (src, dst) in enumerate(skips)
+        ]
+        return boxes + layer_boxes, list(zip(names, names[1:], strict=False)) + arrows + bypasses
 
     dec, dec_arrows = column(model.tgt_embed, model.decoder, "dec", xd, 0.0)
     cross = next((b for b in dec if b.name == "dec_cross_attention"), None)

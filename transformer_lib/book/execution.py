@@ -31,7 +31,8 @@ POLL_SLICE_S = 0.5  # the longest a reply can wait unread after a missed wake-up
 class SlicedPollChannel(AsyncZMQSocketChannel):
     """A kernel channel whose ``get_msg(timeout)`` polls in short slices, so no ready message waits long."""
 
-    async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:
+    # jupyter_client's own AsyncZMQSocketChannel overrides the synchronous get_msg with a coroutine the same way
+    async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = POLL_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import torch
 from torch import nn
 
+from ..decoding import Decodable
 from .diagrams import DIM_TEXT, Arrow, Box, block_diagram, layout_diagram
 from .style import COLORS
 
@@ -50,7 +51,7 @@ def residual_diagram(layer: nn.Module, *, title: str | None = None, height: int 
             stream("add2", "+", 5.0),
             stream("out", "to the next layer", 5.85, GREY),
         ]
-        arrows = [
+        arrows: list[tuple[str, ...] | Arrow] = [
             Arrow("x", "add1", "x"),
             Arrow("x", "ln1", route="hv"),
             ("ln1", "attn"),
@@ -85,6 +86,10 @@ def residual_diagram(layer: nn.Module, *, title: str | None = None, height: int 
     return block_diagram(boxes, arrows, title=title or default, height=height, backend=backend, design_width=360)
 
 
+def _shape(t: torch.Tensor | None) -> tuple[int, ...] | None:
+    return None if t is None else tuple(t.shape)
+
+
 def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_id: int = 1) -> list[dict]:
     """Run ``steps`` real greedy decoding steps of ``model`` (a Transformer: ``prompt`` is the source; a
     DecoderOnlyModel: the prompt) with its KV caches, and record after each step what every layer's caches hold.
@@ -93,7 +98,7 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
     self-attention cache's K, (B, H, L, D); V has the same) and ``cross`` (per layer, the cross-attention cache's
     K shape, or None for a decoder-only model).
     """
-    if not hasattr(model, "start_decoding") or not hasattr(model, "decode_step"):
+    if not isinstance(model, Decodable):
         raise TypeError(
             f"model: expected a transformer_lib Transformer or DecoderOnlyModel, got {type(model).__name__}"
         )
@@ -108,11 +113,13 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
             for _ in range(steps):
                 fed = state.fed
                 logits = model.decode_step(state)  # (B, V)
+                if state.caches is None:
+                    raise RuntimeError("start_decoding(use_cache=True) kept no caches")
                 record.append(
                     dict(
                         new=state.fed - fed,
-                        self=[tuple(c.self_attn.k.shape) for c in state.caches],
-                        cross=[None if c.cross_attn.k is None else tuple(c.cross_attn.k.shape) for c in state.caches],
+                        self=[_shape(c.self_attn.k) for c in state.caches],
+                        cross=[_shape(c.cross_attn.k) for c in state.caches],
                     )
                 )
                 state.tokens = torch.cat((state.tokens, logits.argmax(-1, keepdim=True)), dim=1)
@@ -152,7 +159,7 @@ def kv_cache_diagram(
         for layer, shape in enumerate(step["self"]):
             length = shape[2]
             base = layer * row_h
-            for row, (kind, y) in enumerate((("K", base + 1.05), ("V", base + 0.65))):
+            for kind, y in (("K", base + 1.05), ("V", base + 0.65)):
                 for i in range(length):
                     new = i >= length - step["new"]
                     fig.add_shape(

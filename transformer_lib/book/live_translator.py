@@ -73,6 +73,8 @@ class EncoderGraph(nn.Module):
     def forward(self, src: Tensor) -> tuple[Tensor, Tensor]:
         m = self.model
         out = m.encoder.run(m.src_embed(src), m.src_mask(src), need_weights=True)
+        if out.attentions is None:
+            raise RuntimeError("Encoder.run(need_weights=True) returned no attention weights")
         return out.last_hidden_state, torch.stack(out.attentions)  # (B, S, C), (L, B, H, S, S)
 
 
@@ -137,7 +139,8 @@ class OnnxTranslator(nn.Module):
     def decode(self, tgt: Tensor, memory: Tensor, src_keep: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Shape: see :class:`DecoderGraph`."""
         feeds = {"tgt": tgt.cpu().numpy(), "memory": memory.cpu().numpy(), "src_keep": src_keep.cpu().numpy()}
-        return tuple(torch.from_numpy(x) for x in self.sessions["decoder"].run(None, feeds))
+        logits, self_w, cross_w = (torch.from_numpy(x) for x in self.sessions["decoder"].run(None, feeds))
+        return logits, self_w, cross_w
 
     def start_decoding(self, src: Tensor, bos_id: int, max_new_tokens: int, use_cache: bool = True) -> DecodingState:
         """Encode once; the state's ``memory_mask`` (B, 1, 1, S) follows the beams when beam search reorders."""
@@ -147,6 +150,8 @@ class OnnxTranslator(nn.Module):
 
     def decode_step(self, state: DecodingState) -> Tensor:
         """Logits for the next token. Shape: -> (B, V)."""
+        if state.memory is None or state.memory_mask is None:
+            raise ValueError("state: expected the encoder output and its mask (made by start_decoding)")
         keep = state.memory_mask.expand(state.tokens.shape[0], 1, 1, -1)[:, 0, 0]  # (B, S)
         return self.decode(state.tokens, state.memory, keep)[0][:, -1]  # (B, V)
 
@@ -181,6 +186,8 @@ def _export_graph(
         external_data=False,
         verbose=False,
     )
+    if program is None:
+        raise RuntimeError(f"torch.onnx.export returned no program for {path.name}")
     proto = program.model_proto
     for node in proto.graph.node:
         node.doc_string = ""

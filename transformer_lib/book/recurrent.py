@@ -98,7 +98,7 @@ def orthogonal_rnn(d_model: int, radius: float, *, seed: int = 0) -> nn.RNN:
     q, r = torch.linalg.qr(torch.randn(d_model, d_model, generator=generator))
     q = q * torch.sign(torch.diagonal(r))  # a uniformly random orthogonal matrix (fix QR's sign ambiguity)
     with torch.no_grad():
-        rnn.weight_hh_l0.copy_(radius * q)
+        rnn.get_parameter("weight_hh_l0").copy_(radius * q)
     return rnn
 
 
@@ -131,7 +131,9 @@ class TimingResult:
     def slope(self, kind: str, min_len: int = 1) -> float:
         """Least-squares slope of log(seconds) against log(length) over lengths >= ``min_len``: 1 = linear."""
         check_choice("kind", kind, list(self.seconds))
-        pts = [(math.log(n), math.log(s)) for n, s in zip(self.seq_lens, self.seconds[kind]) if n >= min_len]
+        pts = [
+            (math.log(n), math.log(s)) for n, s in zip(self.seq_lens, self.seconds[kind], strict=True) if n >= min_len
+        ]
         if len(pts) < 2:
             raise ValueError(f"min_len: expected at least 2 lengths >= min_len, got {len(pts)} (min_len={min_len})")
         mx, my = statistics.fmean(p[0] for p in pts), statistics.fmean(p[1] for p in pts)
@@ -413,8 +415,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"recall accuracy after {args.steps} steps on {device} (chance {1 / 8:.3f})")
     print("seed  kind".ljust(18) + "".join(f"k={k}".rjust(9) for k in args.distances))
     for seed in args.seeds:
-        result = recall_experiment(args.kinds, args.distances, steps=args.steps, seed=seed, device=device)
-        for kind, accs in result.accuracy.items():
+        recall_result = recall_experiment(args.kinds, args.distances, steps=args.steps, seed=seed, device=device)
+        for kind, accs in recall_result.accuracy.items():
             print(f"{seed:<6}{kind}".ljust(18) + "".join(f"{a:9.3f}" for a in accs))
 
 

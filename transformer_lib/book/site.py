@@ -12,12 +12,24 @@ the build-time plumbing, kept apart so that Sphinx loads it without plotly's Pyt
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+# How every figure's toolbar is set up, in Jupyter (transformer_lib.book.style gives it to plotly's renderer) and on
+# the website (below): no plotly logo, and no "Share chart..." button, which would upload the figure's data to an
+# outside service. Zoom, pan and "download as PNG" stay; they work on the reader's machine only.
+PLOTLY_CONFIG: dict[str, Any] = {
+    "displaylogo": False,
+    "showSendToCloud": False,
+    "showEditInChartStudio": False,
+    "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud", "editInChartStudio"],
+    "plotlyServerURL": "",
+}
 
 
 class PlotlyMystNbRenderer:
@@ -40,20 +52,64 @@ class PlotlyMystNbRenderer:
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
-        html = (
-            f'<div id="{div_id}" class="tl-plotly-figure"></div>\n<script type="text/javascript">\n'
+        layout = figure.get("layout") or {}
+        # a figure with a slider or menu holds controls, which role="img" would hide from assistive technology
+        role = "figure" if layout.get("sliders") or layout.get("updatemenus") else "img"
+        label = html.escape(alt_text(figure), quote=True)
+        code = (
+            f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
+            f'<script type="text/javascript">\n'
             f"(function () {{\n  var fig = {payload};\n  function draw() {{\n"
             f'    var el = document.getElementById("{div_id}");\n'
             f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
             f"return; }}\n"
-            f"    var config = Object.assign({{responsive: true, displaylogo: false}}, fig.config || {{}});\n"
+            f"    var config = Object.assign({{responsive: true}}, fig.config || {{}}, {json.dumps(PLOTLY_CONFIG)});\n"
+            # a touch screen has no hover: plotly would show its toolbar all the time, over the figure's title
+            f'    if (window.matchMedia && window.matchMedia("(hover: none)").matches) {{\n'
+            f"      config.displayModeBar = false;\n    }}\n"
+            # long plotly menus become HTML <select>s, which work by touch (plotly-theme.js)
+            f"    if (window.tlPlotlyMenus) {{ window.tlPlotlyMenus(fig, el); }}\n"
             f"    if (window.tlPlotlyPrepare) {{ window.tlPlotlyPrepare(fig, el); }}\n"  # phones: plotly-theme.js
             f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
-            f"config: config}}).then(function () {{ if (window.tlPlotlyTheme) {{ window.tlPlotlyTheme(el); }} }});\n  }}\n"
+            f"config: config}}).then(function () {{ if (window.tlPlotlyTheme) {{ window.tlPlotlyTheme(el); }} }});\n"
+            f"  }}\n"
             f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
             f" else {{ draw(); }}\n}})();\n</script>"
         )
-        return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
+        return [nodes.raw(text=code, format="html", classes=["output", "text_html"])]
+
+
+def alt_text(figure: dict[str, Any]) -> str:
+    """A figure's short text alternative, for readers who cannot see it (``aria-label`` on the website).
+
+    The drawing function's own words when it gave some (``layout.meta.alt``, set by :mod:`.viz` and the diagrams),
+    else what the figure says of itself: its title, its axes and, for a control, how many views it holds.
+    """
+    layout = figure.get("layout") or {}
+    meta = layout.get("meta")
+    if isinstance(meta, dict) and isinstance(meta.get("alt"), str) and meta["alt"].strip():
+        return meta["alt"].strip()
+
+    def text(value: Any) -> str:
+        value = value.get("text") if isinstance(value, dict) else value
+        return re.sub(r"<[^>]+>", " ", value).strip() if isinstance(value, str) else ""
+
+    kinds = sorted({str(t.get("type") or "scatter") for t in figure.get("data") or []})
+    parts = [text(layout.get("title")) or "Figure"]
+    described = {"heatmap": "heat map", "scatter": "plot", "bar": "bar chart"}
+    if kinds:
+        parts.append(" and ".join(described.get(k, k) for k in kinds))
+    axes = [
+        f"{key[0]}: {text(axis.get('title'))}"
+        for key, axis in sorted(layout.items())
+        if re.fullmatch(r"[xy]axis\d*", key) and isinstance(axis, dict) and text(axis.get("title"))
+    ]
+    if axes:
+        parts.append(", ".join(dict.fromkeys(axes)))
+    views = sum(len(c.get("steps") or c.get("buttons") or []) for c in layout.get("sliders") or [])
+    if views:
+        parts.append(f"{views} views, chosen with a slider")
+    return "; ".join(parts)
 
 
 def unique_scripts(scripts: list) -> list:

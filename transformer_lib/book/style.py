@@ -20,6 +20,7 @@ import plotly.io as pio
 import torch
 
 from ..tokenization import SPACE_MARK
+from .site import PLOTLY_CONFIG
 
 __all__ = ["COLORS", "SEQUENTIAL", "DIVERGING", "BLOCKED", "SPACE_SHOWN", "SPACE_LEGEND", "token_label"]
 
@@ -92,6 +93,8 @@ def _configure_plotly() -> None:
         )
     )
     pio.templates.default = f"plotly_white+{_TEMPLATE}"
+    # the toolbar in Jupyter as on the website: no plotly logo, no "Share chart..." upload button
+    pio.renderers["plotly_mimetype"].config = dict(PLOTLY_CONFIG)
     if os.environ.get("PLOTLY_RENDERER"):
         return  # the reader's explicit choice wins
     if "IPython" not in sys.modules:

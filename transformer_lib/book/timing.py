@@ -32,7 +32,7 @@ class Timer:
         self.device = device
         self.seconds = float("nan")
 
-    def __enter__(self) -> "Timer":
+    def __enter__(self) -> Timer:
         synchronize(self.device)
         self._start = time.perf_counter()
         return self

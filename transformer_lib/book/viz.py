@@ -201,7 +201,8 @@ def heatmap(
         axes[0, 0].set_title(title or "")
         return fig
     text = np.vectorize(lambda v: f"{v:.2f}")(z) if show_values else None
-    extra = {} if cell_text is None else dict(textfont=dict(size=12))  # plotly would shrink a word to its cell
+    # plotly would shrink a word to its cell
+    extra: dict[str, Any] = {} if cell_text is None else dict(textfont=dict(size=12))
     if cell_text is not None:
         text = np.array(cells, dtype=object)
     fig = go.Figure(
@@ -610,7 +611,8 @@ def training_curves(
     if isinstance(history, Mapping):
         source = history
     else:
-        source = dataclasses.asdict(history) if dataclasses.is_dataclass(history) else vars(history)
+        is_instance = dataclasses.is_dataclass(history) and not isinstance(history, type)
+        source = dataclasses.asdict(history) if is_instance else vars(history)
     names = (
         list(keys)
         if keys is not None
@@ -636,8 +638,8 @@ def training_curves(
 
     if backend == "matplotlib":
         fig, axes = mpl_figure(len(panels), 1, size=(6.5, 2.4 * len(panels) + 0.6))
-        for ax, (quantity, members) in zip(axes[:, 0], panels.items()):
-            for i, k in enumerate(members):
+        for ax, (quantity, members) in zip(axes[:, 0], panels.items(), strict=True):
+            for k in members:
                 ax.plot(xs(k), source[k], label=k, color=COLORS[names.index(k) % len(COLORS)])
             ax.set(ylabel=quantity, yscale="log" if log_y else "linear")
             ax.legend()

@@ -1,10 +1,14 @@
 """What only a class needs: the assignments' checks, the student/teacher notebooks, and the grader.
 
 * ``checks``: one ``check_*`` per exercise, with tiered hints (used inside the students' notebooks).
-* ``assignments``: the registry of assignments and their exercises; writes the students' versions.
-* ``grade``: grades a folder of submitted notebooks (``python -m transformer_lib.classroom.grade``), with
-  ``submissions`` (which file is whose: student folders, LMS bulk downloads, a roster, duplicates) and
-  ``gradebook`` (the sheets, the written answers, feedback and a checksum manifest, written atomically).
+* ``registry``: the assignments, their exercises, points and parts (partial credit); everything else reads it.
+* ``assignments``: writes the students' versions and the teacher's copy of the book.
+* ``grade``: grades a folder of submitted notebooks (``tl-grade``), with ``results`` (what grading one notebook
+  found), ``submissions`` (which file is whose: student folders, LMS bulk downloads, a roster, duplicates),
+  ``gradebook`` (the sheets, the written answers, feedback and a checksum manifest, written atomically, from
+  ``tables``, ``answers`` and ``feedback``), ``lms``
+  (Moodle's and Canvas's import files), ``similarity`` (near-identical solutions, with copydetect) and ``sheets``
+  (sheets anchored with the teacher's key; ``tl-grade verify`` and ``tl-grade totals``).
 * ``nbgrader_export``: the assignments as an nbgrader course folder.
 
 The core library never imports this package.

@@ -19,24 +19,32 @@ tagged ``raises-exception`` as well, so that executing a student notebook (nbval
 (:mod:`transformer_lib.classroom.nbgrader_export`). ``--solutions PRIVATE_DIR`` reads the solution notebooks from
 a folder outside the repository instead of ``assignments/``, for a class whose answers must stay private.
 
-:data:`ASSIGNMENTS` lists each assignment's exercises: the name the notebook defines, the check of
-:mod:`transformer_lib.classroom.checks` that grades it, its points and whether it is an optional extension; the
-grader, its gradebook, the nbgrader export and ``checks.check_assignment`` read it. The markdown cell that asks the
-written questions is tagged ``answer``: the gradebook collects the students' text from it for grading by hand.
+:data:`ASSIGNMENTS` (defined in :mod:`.registry`, re-exported here) lists each assignment's exercises: the name
+the notebook defines, the check of :mod:`transformer_lib.classroom.checks` that grades it, its points and whether
+it is an optional extension; the grader, its gradebook, the nbgrader export and ``checks.check_assignment`` read
+it. The student notebooks carry the nbgrader export's cell metadata, so nbgrader can grade them too. The markdown
+cell that asks the written questions is tagged ``answer``: the gradebook collects the students' text from it for
+grading by hand.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .nbgrader_export import export_course, nbgrader_notebook
+from .registry import ANSWER_HERE, ASSIGNMENTS, BEGIN, END, Assignment, Exercise, get_assignment
+
 __all__ = [
+    "BEGIN",
+    "END",
+    "ANSWER_HERE",
     "Exercise",
     "Assignment",
     "ASSIGNMENTS",
@@ -48,118 +56,6 @@ __all__ = [
     "build_teacher_book",
     "main",
 ]
-
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-ANSWER_HERE = "*Write your answer here.*"  # what a written answer becomes in the student notebook
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One graded piece: ``check`` (a function name in transformer_lib.classroom.checks) is called on ``names``.
-
-    ``points`` is what a pass earns. An ``extension`` is optional extra work: graded and listed like the others,
-    its points count as extra credit, never in the assignment's maximum.
-    """
-
-    names: tuple[str, ...]
-    check: str
-    extension: bool = False
-    points: float = 1
-
-    def __post_init__(self) -> None:
-        if isinstance(self.points, bool) or not isinstance(self.points, (int, float)) or not self.points > 0:
-            raise ValueError(f"points: expected a number > 0 for {self.check}, got {self.points!r}")
-
-    @property
-    def name(self) -> str:
-        return self.check.removeprefix("check_")
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """An assignment notebook: ``id`` is its file name without ``.ipynb``, e.g. ``"03_attention"``."""
-
-    id: str
-    title: str
-    chapter: str
-    exercises: tuple[Exercise, ...]
-
-    @property
-    def max_points(self) -> float:
-        """The points of the required exercises (extensions are extra credit)."""
-        return sum(ex.points for ex in self.exercises if not ex.extension)
-
-    def exercise(self, name: str) -> Exercise | None:
-        """The exercise whose check result is called ``name`` (e.g. ``"attention"``), or None."""
-        return next((ex for ex in self.exercises if ex.name == name), None)
-
-
-# Points are set here and nowhere else: the grader's sheets and the nbgrader export read them.
-ASSIGNMENTS: dict[str, Assignment] = {
-    a.id: a
-    for a in (
-        Assignment(
-            "01_tokenizer",
-            "A word tokenizer with special tokens and padding",
-            "tokenization",
-            (
-                Exercise(("build_vocab",), "check_build_vocab", points=4),
-                Exercise(("encode",), "check_encode", points=3),
-                Exercise(("pad_sequences",), "check_pad_sequences", points=3),
-            ),
-        ),
-        Assignment(
-            "02_positional_encoding",
-            "The sinusoidal positional encoding",
-            "positional encoding",
-            (Exercise(("positional_encoding",), "check_positional_encoding", points=10),),
-        ),
-        Assignment(
-            "03_attention",
-            "Scaled dot-product attention",
-            "attention",
-            (Exercise(("attention",), "check_attention", points=10),),
-        ),
-        Assignment(
-            "04_masks",
-            "Padding and causal masks",
-            "masks",
-            (
-                Exercise(("make_padding_mask",), "check_padding_mask", points=3),
-                Exercise(("make_causal_mask",), "check_causal_mask", points=3),
-                Exercise(("make_decoder_mask",), "check_decoder_mask", points=4),
-            ),
-        ),
-        Assignment(
-            "05_multi_head_attention",
-            "Multi-head attention",
-            "multi-head attention",
-            (
-                Exercise(("split_heads",), "check_split_heads", points=3),
-                Exercise(("merge_heads",), "check_merge_heads", points=2),
-                Exercise(("MultiHead",), "check_multi_head_attention", points=5),
-            ),
-        ),
-        Assignment(
-            "06_decoder",
-            "A decoder layer, greedy decoding and beam search",
-            "decoder and decoding",
-            (
-                Exercise(("DecoderBlock",), "check_decoder_layer", points=5),
-                Exercise(("decode_greedy",), "check_greedy_decode", points=5),
-                Exercise(("decode_beam",), "check_beam_search", extension=True, points=5),
-            ),
-        ),
-    )
-}
-
-
-def get_assignment(assignment_id: str) -> Assignment:
-    """The assignment called ``assignment_id`` (e.g. ``"03_attention"``); ``KeyError`` lists the known ones."""
-    try:
-        return ASSIGNMENTS[assignment_id]
-    except KeyError:
-        raise KeyError(f"assignment_id: expected one of {sorted(ASSIGNMENTS)}, got {assignment_id!r}") from None
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -210,11 +106,23 @@ def student_source(source: str, *, code: bool = True) -> str:
     return "\n".join(out)
 
 
-def student_notebook(solution: Any) -> Any:
-    """The student version of a solution notebook (an ``nbformat.NotebookNode``); the input is not changed."""
+def student_notebook(solution: Any, assignment_id: str | None = None) -> Any:
+    """The student version of a solution notebook (an ``nbformat.NotebookNode``); the input is not changed.
+
+    With the ``assignment_id`` of an assignment in :data:`ASSIGNMENTS`, every cell also carries the nbgrader
+    metadata of the nbgrader export (:func:`~.nbgrader_export.nbgrader_notebook`: solution, test and locked cells,
+    the same ``grade_id`` and points), so that ``nbgrader autograde`` grades this handout as it grades nbgrader's
+    own release: one handout for both routes.
+    """
     import nbformat
 
     nb = nbformat.from_dict(solution)  # a deep copy
+    if assignment_id in ASSIGNMENTS:
+        graded = list(nbgrader_notebook(solution, assignment_id).cells)
+        kept = [c for c in nb.cells if "solution-only" not in c.metadata.get("tags", [])]
+        for cell, twin in zip(kept, graded, strict=True):  # both leave out the same teacher-only cells
+            if "nbgrader" in twin.metadata:
+                cell.metadata["nbgrader"] = dict(twin.metadata["nbgrader"])
     cells = []
     for i, cell in enumerate(nb.cells):
         tags = list(cell.metadata.get("tags", []))
@@ -254,7 +162,7 @@ def generate(root: str | Path, *, check_only: bool = False, solutions: str | Pat
     sources = sorted(src_dir.glob("[0-9][0-9]_*.ipynb"))
     changed = []
     for src in sources:
-        text = _clean(student_notebook(nbformat.read(src, as_version=4)))
+        text = _clean(student_notebook(nbformat.read(src, as_version=4), src.stem))
         dst = dst_dir / src.name
         if not dst.exists() or dst.read_text(encoding="utf-8") != text:
             changed.append(dst)
@@ -308,15 +216,62 @@ _NOT_COPIED = (
 )
 
 
+def _limit_to_assignments(dest: Path) -> None:
+    """Make the copy's table of contents the introduction, the Assignments part and the Reference part only."""
+    import yaml  # type: ignore[import-untyped]
+
+    toc_path = dest / "_toc.yml"
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    toc["parts"] = [p for p in toc.get("parts", []) if p.get("caption") in ("Assignments", "Reference")]
+    if not any(p.get("caption") == "Assignments" for p in toc["parts"]):
+        raise ValueError(f"root: the table of contents {toc_path} has no part with the caption 'Assignments'")
+    toc_path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+
+
+def _jupyter_book() -> list[str]:
+    """The command that runs Jupyter Book with this Python (no activated virtual environment needed)."""
+    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+
+
+def _build(dest: Path, root: Path, jobs: int, strict: bool) -> None:
+    """Build the copy at ``dest`` the way ``scripts/build_book.sh`` builds the book: execute the notebooks ``jobs``
+    at a time with the copy's ``scripts/execute_notebooks.py`` into its jupyter cache (seeded with the book's own
+    cache at ``root/_build/.jupyter_cache``, so that chapters that did not change are not run again), then
+    ``jupyter-book build`` (``-W`` when ``strict``), both with this Python."""
+    cache = root / "_build" / ".jupyter_cache"
+    if cache.is_dir():
+        shutil.copytree(cache, dest / "_build" / ".jupyter_cache", dirs_exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}  # as build_book.sh
+    subprocess.run(
+        [sys.executable, str(dest / "scripts" / "execute_notebooks.py"), "--jobs", str(jobs), "--timeout", "600"],
+        cwd=dest,
+        env=env,
+        check=True,
+    )
+    flags = ["-W", "--keep-going"] if strict else ["--keep-going"]
+    subprocess.run([*_jupyter_book(), "build", str(dest), "--builder", "html", *flags], cwd=dest, env=env, check=True)
+
+
 def build_teacher_book(
-    dest: str | Path, root: str | Path, *, build: bool = False, solutions: str | Path | None = None
+    dest: str | Path,
+    root: str | Path,
+    *,
+    build: bool = False,
+    solutions: str | Path | None = None,
+    assignments_only: bool = False,
+    jobs: int = 2,
 ) -> Path:
     """Copy the book sources under ``root`` to ``dest`` and put the solution notebooks (from ``solutions``,
-    default ``root/assignments``) in place of the student ones; with ``build`` also run
-    ``jupyter-book build dest``. Returns ``dest``.
+    default ``root/assignments``) in place of the student ones; with ``build`` also build it into
+    ``dest/_build/html`` as ``scripts/build_book.sh`` builds the book (see :func:`_build`: the same notebook
+    execution, ``jobs`` at a time, reusing the book's cache for unchanged chapters). ``assignments_only`` keeps
+    only the introduction and the Assignments part in the copy's table of contents (a quick build, without
+    ``-W``: the pages' links to chapters are left dangling). Returns ``dest``.
 
     The public site only ever holds the student notebooks: hiding a cell on a page is not secrecy.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
     root, dest = Path(root).resolve(), Path(dest).resolve()
     if dest == root or root in dest.parents:
         raise ValueError(f"dest: must lie outside the repository {root}, got {dest}")
@@ -326,8 +281,10 @@ def build_teacher_book(
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
     for solution in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
         shutil.copyfile(solution, dest / "book" / "assignments" / solution.name)
+    if assignments_only:
+        _limit_to_assignments(dest)
     if build:
-        subprocess.run(["jupyter-book", "build", str(dest)], check=True)
+        _build(dest, root, jobs, strict=not assignments_only)
     return dest
 
 
@@ -352,7 +309,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="copy the book to DIR with the solution notebooks in place of the student ones",
     )
-    parser.add_argument("--build", action="store_true", help="with --teacher-book: also run jupyter-book build DIR")
+    parser.add_argument(
+        "--build",
+        action="store_true",
+        help="with --teacher-book: also build it into DIR/_build/html, as scripts/build_book.sh builds the book",
+    )
+    parser.add_argument(
+        "--assignments-only",
+        action="store_true",
+        help="with --teacher-book: only the introduction and the Assignments part (a quick build)",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="with --build: notebooks executed at once (default 2)")
     parser.add_argument(
         "--nbgrader",
         type=Path,
@@ -367,17 +334,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.nbgrader:
-        from .nbgrader_export import export_course
-
         written = export_course(args.nbgrader, _solutions_dir(args.root, args.solutions))
         print(f"nbgrader course with {len(written)} assignments: {args.nbgrader}")
         print(f"Then: cd {args.nbgrader} && nbgrader generate_assignment {written[0].stem}")
         return 0
     if args.teacher_book:
-        dest = build_teacher_book(args.teacher_book, args.root, build=args.build, solutions=args.solutions)
+        dest = build_teacher_book(
+            args.teacher_book,
+            args.root,
+            build=args.build,
+            solutions=args.solutions,
+            assignments_only=args.assignments_only,
+            jobs=args.jobs,
+        )
         print(f"Teacher's copy with solutions: {dest}")
-        if not args.build:
-            print(f"Build it: jupyter-book build {dest}")
+        print(f"Open {dest / '_build' / 'html' / 'index.html'}" if args.build else "Build it: add --build")
         return 0
     changed = generate(args.root, check_only=args.check, solutions=args.solutions)
     for path in changed:

@@ -2,6 +2,7 @@
 
     python -m transformer_lib.classroom.grade SUBMISSIONS_DIR --out grades.csv [--roster roster.csv]
 
+(or ``tl-grade SUBMISSIONS_DIR ...``; ``tl-grade verify`` and ``tl-grade totals`` are in :mod:`.sheets`).
 ``SUBMISSIONS_DIR`` holds one folder per student with that student's notebooks, each named after its assignment
 (as in ``book/assignments/``), or the files of an LMS bulk download (``smithjohn_123_03_attention.ipynb``), or
 both; :mod:`transformer_lib.classroom.submissions` says which file is whose and which of several is graded::
@@ -26,39 +27,43 @@ exercise, parses it strictly (size and types limited) and *replays* the check in
 with the reference, the catalogue of mistakes, the verdict and the hints are computed here, where the student's
 code cannot reach them. A recording that does not match the calls the check makes fails the exercise.
 
-The grader also reads the source (:mod:`.integrity`): an answer that calls the library's reference or PyTorch's
-(``tl.scaled_dot_product_attention``, ``F.scaled_dot_product_attention``, ``tl.beam_search``, ...), hides what it
-calls (``exec``, ``eval``, ``importlib``, ``getattr`` on a module), or a notebook that reaches into the checks or
-patches a module, gets a note in ``CheckResult.flags`` ("... : the teacher decides"); the exercise still passes or
-fails on its numbers.
+The kernel imports a copy of the library in which what the assignment asks for is a stub (:mod:`.stubs`): an
+answer that calls ``tl.scaled_dot_product_attention`` in assignment 3, or swaps it in after the fact, gets an error
+back, and a forged recording needs the right outputs, which is solving the exercise. The grader also reads the
+source (:mod:`.integrity`): an answer that calls the library's reference or PyTorch's
+(``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``, ...), a notebook that hides what it runs anywhere
+(``exec``, ``eval``, ``compile``, ``setattr``, ``globals()``, ``importlib``, ``inspect.getsource``), rebinds a
+graded name, reaches into the checks or patches a module, gets a note in ``CheckResult.flags`` ("... : the teacher
+decides"); the exercise still passes or fails on its numbers.
 
-Each kernel runs in a sandbox (:mod:`.sandbox`). Where the machine allows it (Linux, run as root, ``unshare`` and
-``setpriv``; probed once), the kernel has its own mount and PID namespaces and no capabilities: it sees only its own
-processes, every folder is read-only except its private working folder, and the submissions folder, the output
-folders, the original library, the solution sources and the other kernels' keys are empty folders to it. When its
-kernel ends, every process it started ends too, daemons included. Elsewhere the kernel runs as its own session in an
-empty temporary folder and can read and write what the grader's user can; processes it leaves behind are found by
-a token in their environment and killed. In both cases it imports a read-only copy of ``transformer_lib``, whose
-hash is checked after every notebook (and which is copied again if it changed).
+Each kernel runs in bubblewrap (:mod:`.sandbox`): new PID, mount, IPC, UTS and network namespaces, a world of
+read-only Python and library copy, a private home and ``/tmp``, its own ``/proc`` and no ``/sys``, a cleared
+environment, a user id of its own (when the grader is root) and :class:`~.sandbox.Limits` on memory, processes,
+file size, CPU time and output. Nothing of the teacher's exists in it, and everything it started ends with its
+kernel. Without a working ``bwrap`` the grader refuses (:class:`~.sandbox.SandboxUnavailable`) unless told
+``--no-sandbox``, which every row's ``note`` records. A cell that meets a limit counts as one that raised (memory,
+processes, file size), printed too much (its output past the limit is dropped) or killed the kernel (CPU time),
+and the row's ``note`` names the limit.
 
-Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that does not answer the
-interrupt within 5 s (a loop that catches ``BaseException``), or that dies (``os._exit``, a crash), is killed, the
-problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up
-to their definitions, without that cell and the cells that timed out. A notebook gets at most ``--timeout`` per code
-cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A notebook that is not valid
-JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and grading goes on.
+Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
+for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
+killed, the problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the
+cells up to their definitions, without that cell and the cells that timed out. A notebook gets at most
+``--timeout`` per code cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A
+notebook that is not valid JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and
+grading goes on.
 
 What is not guarded against
 ---------------------------
-- A kernel is the student's: it can print any recording. A forged recording can carry the right *outputs* for the
-  check's inputs, which takes as much as calling the reference does (and such calls are flagged when the source
-  shows them); it cannot make wrong outputs pass, or turn a stub's or a patched check's verdict into a pass.
+- A kernel is the student's: it can print any recording. A forged recording must carry the right *outputs* for the
+  check's inputs, which the stubbed library no longer computes; PyTorch's own functions and the library classes
+  the rest of the library is built from (``tl.MultiHeadAttention``, ``tl.DecoderLayer``, ``tl.Vocab``) stay in the
+  room, and using them is only flagged.
 - Source flags are a static reading: code assembled from strings at run time shows only as "dynamic code".
-- Without namespaces the kernel can read every file the grader's user can (other submissions included) and write
-  the grader's files; a process that clears its environment escapes the clean-up. Grade in a container then, or
-  as a throw-away user, never on a machine that holds secrets; to get namespaces in Docker, run the container with
-  ``--cap-add SYS_ADMIN`` (or ``--privileged``) and grade as root inside it.
-- A kernel may use memory, CPU and the network freely while its time lasts, and print a lot (all of it is read).
+- With ``--no-sandbox`` the kernel can read every file the grader's user can (other submissions included) and
+  write the grader's files; a process that clears its environment escapes the clean-up.
+- The venv's path shows in a kernel's ``/proc/self/mountinfo`` when it cannot be hard-linked into a temporary
+  folder (another file system); nothing else of its folder is there.
 """
 
 from __future__ import annotations
@@ -66,21 +71,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import integrity
-from .assignments import ASSIGNMENTS, Exercise
+from . import integrity, sheets
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
-from .gradebook import feedback_markdown, sha256_file, write_csv, write_gradebook
+from .gradebook import csv_text, feedback_markdown, sha256_file, totals_table, write_csv, write_gradebook
 from .kernels import GRACE, SETUP_KEY, error_of, run_cells
-from .sandbox import LibraryCopy, Sandbox
-from .submissions import assignment_for, collect_submissions, read_roster
+from .lms import lms_csv, unmatched
+from .registry import ASSIGNMENTS, Exercise
+from .results import GradedNotebook
+from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, Sandbox, SandboxUnavailable, require_bwrap
+from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
+from .stubs import REMOVED_ERROR, stubs_for
+from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
 
 __all__ = [
     "GradedNotebook",
@@ -94,43 +103,6 @@ __all__ = [
 
 _LIBRARY = Path(__file__).resolve().parents[1]  # this transformer_lib: kernels import a read-only copy of it
 _LIBRARY_PARENT = str(_LIBRARY.parent)  # the repository it sits in (its book/assignments)
-
-
-@dataclass
-class GradedNotebook:
-    """What grading one notebook found: a result per exercise, and the problems met while running it."""
-
-    student: str
-    assignment: str
-    path: Path
-    results: list[CheckResult] = field(default_factory=list)  # each with its flags (CheckResult.flags)
-    problems: list[str] = field(default_factory=list)
-    file_name: str = ""  # as found in the submissions folder, e.g. "alice/03_attention (1).ipynb"
-    sha256: str = ""  # of the file's bytes before grading
-    notes: list[str] = field(default_factory=list)  # for the teacher: duplicates not graded, roster, late
-    seconds: float = 0.0  # how long grading it took, kernels and replays included
-
-    def rows(self) -> list[dict[str, Any]]:
-        if not self.results:  # unknown assignment: one row that says so
-            return [
-                {
-                    "student": self.student,
-                    "assignment": self.assignment,
-                    "exercise": "-",
-                    "passed": 0,
-                    "message": "; ".join(self.problems),
-                }
-            ]
-        return [
-            {
-                "student": self.student,
-                "assignment": self.assignment,
-                "exercise": r.exercise,
-                "passed": int(r.passed),
-                "message": r.message,
-            }
-            for r in self.results
-        ]
 
 
 def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -> list[tuple[str, Path]]:
@@ -184,9 +156,9 @@ def grade_notebook(
     cell_timeout: float = 60,
     time_limit: float = DEFAULT_TIME_LIMIT,
     kernel_name: str = "python3",
-    hide: list[str | Path] | tuple[str | Path, ...] = (),
     library: LibraryCopy | None = None,
-    isolate: bool | None = None,
+    limits: Limits | None = None,
+    unsandboxed: bool = False,
     grace: float = GRACE,
 ) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
@@ -195,10 +167,12 @@ def grade_notebook(
     interrupt within ``grace`` seconds (or dies) is killed; the exercises left are then checked in a fresh kernel
     that runs only the cells up to their definitions, without the cell that hung and those that never finished.
     The whole notebook gets at most ``cell_timeout`` per code cell and exercise plus a fixed allowance.
-    ``time_limit`` limits each call of the student's code inside a check. ``hide`` lists folders the kernel must
-    not see (besides the notebook's own folder); ``library`` is the read-only copy of transformer_lib the kernel
-    imports (one is made, and removed, if not given); ``isolate`` forces namespaces on or off (default: where
-    available).
+    ``time_limit`` limits each call of the student's code inside a check. ``library`` is the read-only copy of
+    transformer_lib the kernel imports (one with the assignment's references stubbed out is made, and removed, if
+    not given); ``limits`` bound each kernel (:class:`~.sandbox.Limits`): a cell that meets one is treated as one
+    that raised or killed the kernel, and the ``note`` says which limit. ``unsandboxed`` runs the kernel without
+    bubblewrap (:mod:`.sandbox`; the ``note`` says so); otherwise :class:`~.sandbox.SandboxUnavailable` is raised
+    where bubblewrap cannot run.
     """
     import nbformat
 
@@ -245,8 +219,13 @@ def grade_notebook(
     ]
     defined = integrity.definitions([source for _, source in code])
     flags = integrity.flags([source for _, source in code], {ex.name: ex.names for ex in assignment.exercises})
+    limits = limits or Limits()
+    if not unsandboxed:
+        require_bwrap()  # SandboxUnavailable says why and what to do
+    if unsandboxed:
+        graded.notes.append(UNSANDBOXED_NOTE)
     own_library = library is None
-    library = library or LibraryCopy()
+    library = library or LibraryCopy(stubs=stubs_for(assignment.id))
     nonce = secrets.token_hex(16) + " "
     marker = RESULT_MARKER + nonce
     deadline = started + cell_timeout * (len(code) + len(assignment.exercises)) + _SLACK
@@ -265,12 +244,17 @@ def grade_notebook(
             setup = nbformat.v4.new_code_cell(
                 "import transformer_lib.classroom.checks.record  # loaded before the student's cells are timed"
             )
-            cells = [(SETUP_KEY, setup)] + [
+            cells: list[tuple[tuple[str | int, ...], Any]] = [(SETUP_KEY, setup)] + [
                 (("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1])) for i in chosen
             ]
             cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
-            sandbox = Sandbox(library, [path.resolve().parent, *hide], isolate=isolate)
+            sandbox = Sandbox(library, limits, unsandboxed=unsandboxed)
             run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
+            for key, which in run.limits.items():
+                where = f"cell {key[1]}" if key[0] == "cell" else f"the check of {key[1]}" if key[0] == "check" else ""
+                note = f"Hit the limit on {limits.describe(which)} in {where or 'starting the kernel'}"
+                if not any(n.startswith(note) for n in graded.notes):
+                    graded.notes.append(note + "; graded on what finished.")
             if not library.verify():
                 notes.append(
                     "The notebook changed the grader's copy of transformer_lib; the copy was restored "
@@ -284,7 +268,14 @@ def grade_notebook(
             by_key = dict(cells)
             for key, state in run.state.items():
                 if key[0] == "cell" and key[1] not in errors:
-                    if state == "error":
+                    if state == "error" and str(error_of(by_key[key])).startswith(REMOVED_ERROR):
+                        called = str(error_of(by_key[key])).split(": ", 1)[-1].split(" is not available")[0]
+                        errors[key[1]] = (
+                            f"Cell {key[1]} calls {called}, which the grader's copy of the library leaves out "
+                            f"while {assignment.id} is graded (it does what the assignment asks for); in a cell "
+                            "that only compares with it, this costs no points."
+                        )
+                    elif state == "error":
                         errors[key[1]] = f"Cell {key[1]} raised {error_of(by_key[key])}"
                     elif state == "timeout":
                         errors[key[1]] = (
@@ -317,9 +308,10 @@ def grade_notebook(
                     stop = True
                 elif key[0] == "cell":
                     left_out.add(key[1])
+                    source = next((src for n, src in code if n == key[1]), "")
                     what = (
-                        f"did not finish within {cell_timeout:g} s and did not answer the interrupt (does it "
-                        "catch BaseException?), so its kernel was killed"
+                        f"did not finish within {cell_timeout:g} s and ignored the interrupt{_why_hung(source)}, "
+                        "so its kernel was killed"
                         if how == "hung"
                         else "stopped the kernel (os._exit, a crash, running out of memory?)"
                     )
@@ -337,8 +329,8 @@ def grade_notebook(
                             if how == "hung"
                             else "stopped the kernel (os._exit, a crash, running out of memory?)."
                         ),
-                        "Run the check cell in your notebook: your function must return within the time limit and "
-                        "must not catch BaseException or KeyboardInterrupt.",
+                        "Run the check cell in your notebook: your function must return within the time limit, and "
+                        "must neither catch KeyboardInterrupt (or BaseException) nor ignore SIGINT.",
                         "TimeoutError" if how == "hung" else "KernelDied",
                     )
             else:
@@ -364,6 +356,15 @@ def grade_notebook(
     graded.problems = [errors[n] for n in sorted(errors)] + notes
     graded.seconds = time.monotonic() - started
     return graded
+
+
+def _why_hung(source: str) -> str:
+    """Why a cell may have ignored the interrupt, as its source shows it (the grader only sees that it did)."""
+    if re.search(r"\bSIGINT\b|\bsigmask\b|\bSIG_IGN\b", source):
+        return " (it changes how SIGINT is handled)"
+    if re.search(r"except\s*(\(|:|BaseException|KeyboardInterrupt)", source):
+        return " (it catches KeyboardInterrupt, a bare except or BaseException)"
+    return ""
 
 
 def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckResult:
@@ -416,35 +417,57 @@ def grade_folder(
     answers: str | Path | None = None,
     templates: str | Path | None = None,
     written: dict[Path, str] | None = None,
+    lms: str | None = None,
+    key_file: str | Path | None = None,
+    similarity_threshold: float = DEFAULT_THRESHOLD,
+    limits: Limits | None = None,
+    unsandboxed: bool = False,
 ) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
     feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
     ``templates`` is the folder of the handed-out notebooks, default ``book/assignments``). ``jobs`` notebooks
     run at once, each in its own kernel. Returns what was graded, sorted by student and file; ``written``, if
-    given, receives ``{path: sha256}`` of the files written."""
+    given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"`` or ``"canvas"``) also writes
+    ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
+    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
+    Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
+    ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits`` and ``unsandboxed``: see
+    :func:`grade_notebook` (:class:`~.sandbox.SandboxUnavailable` is raised before anything is graded)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from tqdm.auto import tqdm
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
+    if isinstance(similarity_threshold, bool) or not 0 < similarity_threshold <= 1:
+        raise ValueError(f"similarity_threshold: expected a number in (0, 1], got {similarity_threshold!r}")
+    if not unsandboxed:
+        require_bwrap()
+    key = sheets.load_key(key_file, Path(out).parent) if key_file is not None else None  # before hours of grading
+    roster_table = roster_rows(roster) if roster is not None else None
     submissions = collect_submissions(folder, read_roster(roster) if roster is not None else None)
     if not submissions:
         raise FileNotFoundError(
             f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}"
         )
     digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
-    graded: list[GradedNotebook | None] = [None] * len(submissions)
+    graded_at: dict[int, GradedNotebook] = {}
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
-    hide = [folder, out.parent, feedback_dir]  # kernels see none of these (see transformer_lib.classroom.sandbox)
-    library = LibraryCopy()  # one read-only copy for the run, checked after every notebook
+    libraries: dict[str | None, LibraryCopy] = {}  # a read-only copy per assignment, checked after every notebook
+    for s in submissions:
+        a = assignment_for(s.path)
+        if a is not None and a.id not in libraries:
+            libraries[a.id] = LibraryCopy(stubs=stubs_for(a.id))
+    libraries[None] = libraries[next(iter(libraries))] if libraries else LibraryCopy()
     with (
         ThreadPoolExecutor(max_workers=jobs) as pool,
         tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar,
-        contextlib.closing(library) as library,
+        contextlib.ExitStack() as stack,
     ):
+        for copy in {id(c): c for c in libraries.values()}.values():
+            stack.callback(copy.cleanup)
         futures = {
             pool.submit(
                 grade_notebook,
@@ -453,33 +476,64 @@ def grade_folder(
                 cell_timeout=cell_timeout,
                 time_limit=time_limit,
                 kernel_name=kernel_name,
-                hide=hide,
-                library=library,
+                library=libraries[a.id if (a := assignment_for(s.path)) else None],
+                limits=limits,
+                unsandboxed=unsandboxed,
             ): i
             for i, s in enumerate(submissions)
         }
         for future in as_completed(futures):
             i = futures[future]
-            graded[i] = future.result()
+            graded_at[i] = future.result()
             bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
             bar.update()
-    for g, s, digest in zip(graded, submissions, digests):
+    graded = [graded_at[i] for i in range(len(submissions))]
+    for g, s, digest in zip(graded, submissions, digests, strict=True):
         g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
     templates = templates if templates is not None else _default_templates()
-    files = write_gradebook(out, graded, feedback_dir=feedback_dir, totals=totals, answers=answers, templates=templates)
+    pairs = similar_pairs(graded, templates, similarity_threshold)
+    flag_similar(graded, pairs)
+    extra = {out.with_name("similarity.csv"): csv_text(SIMILARITY_COLUMNS, pairs)}
+    if lms is not None:
+        columns, table = totals_table(graded, roster_table)
+        extra[out.with_name(f"{out.stem}_{lms}.csv")] = lms_csv(lms, columns, table, roster_table, skip_unmatched=True)
+        if unmatched(lms, table):
+            print(
+                f"Left out of {out.stem}_{lms}.csv, for want of an {'e-mail' if lms == 'moodle' else 'lms_id'} in "
+                f"the roster: {', '.join(unmatched(lms, table))}.",
+                file=sys.stderr,
+            )
+    files = write_gradebook(
+        out,
+        graded,
+        feedback_dir=feedback_dir,
+        totals=totals,
+        answers=answers,
+        templates=templates,
+        roster=roster_table,
+        extra=extra,
+    )
+    if key is not None:
+        hmac_path = out.with_suffix(".hmac")
+        files[hmac_path] = sheets.anchor(list(files), key, hmac_path)
     if written is not None:
         written.update(files)
     return graded
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["verify"], ["totals"]):  # tl-grade verify ..., tl-grade totals ...
+        return sheets.main(argv)
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.classroom.grade",
         description="Run each submitted notebook (SUBMISSIONS_DIR/<student>/<assignment>.ipynb, or LMS bulk-download "
         "names such as smithjohn_123_03_attention.ipynb) in its own kernel, check every exercise, and "
         "write the gradebook: a CSV per exercise, a totals CSV, a CSV of written answers, a markdown "
         "feedback file per student and a SHA-256 manifest of them all.",
+        epilog="After grading: `tl-grade totals FOLDER --answers CSV` merges the written answers' points into the "
+        "totals, `tl-grade verify FOLDER --key-file KEY` checks the sheets against their HMAC (see their --help).",
     )
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
     parser.add_argument(
@@ -541,6 +595,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--similarity",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="SCORE",
+        help="flag pairs whose solution code is at least this similar, 0..1 (default: %(default)s; similarity.csv)",
+    )
+    parser.add_argument(
+        "--lms", choices=("moodle", "canvas"), help="also write <out>_<lms>.csv in that LMS's grade-import format"
+    )
+    parser.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="KEY",
+        help="anchor the sheets with an HMAC keyed by this file (created if missing; keep it outside --out's "
+        "folder); check them later with `tl-grade verify FOLDER --key-file KEY`",
+    )
+    limits = parser.add_argument_group(
+        "limits per kernel", "a cell that meets one fails as if it raised, and the row's note names the limit"
+    )
+    for name, flag, what in (
+        ("memory_mb", "--memory-mb", "MB of heap and anonymous memory"),
+        ("processes", "--processes", "processes and threads"),
+        ("file_mb", "--file-mb", "MB per file written, and per private folder"),
+        ("cpu_seconds", "--cpu-seconds", "CPU seconds per process"),
+        ("output_mb", "--output-mb", "MB printed by the notebook's cells"),
+    ):
+        limits.add_argument(flag, type=int, default=getattr(Limits(), name), help=f"{what} (default: %(default)s)")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade without bubblewrap: each kernel can then read and write what you can; every row's note says so",
+    )
     args = parser.parse_args(argv)
     written: dict[Path, str] = {}
     try:
@@ -558,8 +645,13 @@ def main(argv: list[str] | None = None) -> int:
             answers=args.answers,
             templates=args.templates,
             written=written,
+            lms=args.lms,
+            key_file=args.key_file,
+            similarity_threshold=args.similarity,
+            limits=Limits(args.memory_mb, args.processes, args.file_mb, args.cpu_seconds, args.output_mb),
+            unsandboxed=args.no_sandbox,
         )
-    except (FileNotFoundError, NotADirectoryError, ValueError) as e:
+    except (FileNotFoundError, NotADirectoryError, ValueError, SandboxUnavailable) as e:
         print(e, file=sys.stderr)
         return 2
     rows = [row for g in graded for row in g.rows()]
@@ -568,10 +660,16 @@ def main(argv: list[str] | None = None) -> int:
         f"Graded {len(graded)} notebook{'s' * (len(graded) != 1)} of {n_students} student{'s' * (n_students != 1)}: "
         f"{sum(r['passed'] for r in rows)}/{len(rows)} exercises pass. Wrote {args.out}."
     )
-    *sheets, manifest = written
-    for path in sheets:
+    for path in written:
         if path.suffix == ".csv":
             print(f"sha256 {written[path]}  {path}")
+    manifest = args.out.with_suffix(".sha256")
+    if args.key_file is not None:
+        anchor = args.out.with_suffix(".hmac")
+        print(
+            f"Anchored every file with {args.key_file} in {anchor}; check with "
+            f"`tl-grade verify {anchor.parent} --key-file {args.key_file}`."
+        )
     print(
         f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
         f"`sha256sum -c {manifest.name}` in {manifest.parent})"

@@ -7,8 +7,10 @@
   ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``, ``tl.beam_search``, ...) or hides what it calls
   (``exec``, ``eval``, ``__import__``, ``importlib``, ``getattr`` on a module); and, for the whole notebook, code
   that reaches into the checks or patches a module (``checks._CHECKS``, ``tl.x = ...``, ``sys.modules``, IPython's
-  event hooks). A flag decides nothing: the exercise still passes or fails on its numbers, and the sheet says
-  "the teacher decides".
+  event hooks), that runs or binds what the source does not show, anywhere (``exec``/``eval``/``compile``,
+  ``setattr``, ``globals()``/``vars()``, ``__import__``/``importlib``, ``inspect.getsource``), and a graded name
+  bound again after its definition (``attention = ...``, a second ``def``, ``global attention`` in a function). A
+  flag decides nothing: the exercise still passes or fails on its numbers, and the sheet says "the teacher decides".
 
 Names are resolved through the notebook's imports (``import transformer_lib as tl``, ``from torch.nn import
 functional as F``, ``from transformer_lib import beam_search as bs``) and top-level aliases (``ref =
@@ -193,7 +195,8 @@ def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str
 
 def _closure(names: Iterable[str], top: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
     """The top-level statements that define ``names`` and every top-level name they use, transitively."""
-    seen, todo, stmts = set(), list(names), []
+    seen: set[str] = set()
+    todo, stmts = list(names), list[ast.stmt]()
     while todo:
         name = todo.pop()
         if name in seen:
@@ -248,6 +251,57 @@ def _tampering(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
     return out
 
 
+_HIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "breakpoint"}
+_NAMESPACES = {"globals", "vars"}
+
+
+def _hidden_code(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
+    """Flags for code anywhere in the notebook that runs or binds what its source does not show."""
+    out: list[str] = []
+    for tree in trees:
+        for node in ast.walk(tree):
+            flag = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in _HIDDEN_CALLS:
+                    flag = f"runs code the source does not show ({name})"
+                elif name == "setattr":
+                    target = _dotted(node.args[0], alias) if node.args else None
+                    shown = ast.unparse(node.args[0])[:40] if node.args else ""
+                    flag = f"changes an object's attribute at run time (setattr on {target or shown})"
+                elif name in _NAMESPACES:
+                    flag = f"reads or writes the notebook's namespace ({name}()), which can rebind any name"
+            path = _dotted(node, alias) if isinstance(node, (ast.Attribute, ast.Name)) else None
+            if path and (path == "importlib" or path.startswith("importlib.")):
+                flag = "imports by name at run time (importlib)"
+            elif path and path.startswith("inspect.getsource"):
+                flag = "reads source code at run time (inspect.getsource)"
+            if flag and flag + f": {REFERENCE_NOTE}" not in out:
+                out.append(flag + f": {REFERENCE_NOTE}")
+    return out
+
+
+def _rebound(trees: list[ast.Module], names: Iterable[str]) -> list[str]:
+    """Flags for a graded name bound more than once, or declared ``global`` inside a function, anywhere."""
+    out = []
+    for name in names:
+        binds, declared = 0, False
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                    binds += 1
+                elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    binds += 1
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    binds += sum((a.asname or a.name).split(".")[0] == name for a in node.names)
+                elif isinstance(node, ast.Global) and name in node.names:
+                    declared = True
+        if binds > 1 or declared:
+            how = "declares it global in a function" if declared else f"binds it {binds} times"
+            out.append(f"rebinds the graded name {name} ({how}): {REFERENCE_NOTE}")
+    return out
+
+
 def flags(sources: list[str], exercises: dict[str, Iterable[str]]) -> dict[str, list[str]]:
     """For each exercise (name -> the names it grades), the flags of its definitions and of the whole notebook.
 
@@ -262,4 +316,9 @@ def flags(sources: list[str], exercises: dict[str, Iterable[str]]) -> dict[str, 
                 if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                     top.setdefault(name, []).append(stmt)
     everywhere = _tampering(trees, alias)
-    return {ex: _statement_flags(_closure(names, top), alias, ex) + everywhere for ex, names in exercises.items()}
+    everywhere += [f for f in _hidden_code(trees, alias) if f not in everywhere]
+    found = {}
+    for ex, names in exercises.items():
+        own = _statement_flags(_closure(names, top), alias, ex)
+        found[ex] = own + [f for f in everywhere + _rebound(trees, names) if f not in own]
+    return found

@@ -28,11 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .assignments import ANSWER_HERE, BEGIN, END, get_assignment
+from .registry import ANSWER_HERE, BEGIN, END, get_assignment
 
 __all__ = ["nbgrader_notebook", "export_course", "CONFIG"]
 
-CONFIG = f"""# nbgrader's configuration for the course exported by python -m transformer_lib.classroom.assignments --nbgrader
+CONFIG = f"""# nbgrader's configuration for the course that the book's assignments exported
+# (python -m transformer_lib.classroom.assignments --nbgrader)
 c = get_config()  # noqa: F821 (nbgrader defines it)
 c.CourseDirectory.course_id = "attention-by-running-it"
 # The stubs that replace the marked solutions: the same words as the book's own student notebooks.

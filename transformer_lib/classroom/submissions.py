@@ -30,9 +30,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .assignments import ASSIGNMENTS, Assignment
+from .registry import ASSIGNMENTS, Assignment
 
-__all__ = ["Submission", "assignment_for", "parse_lms_name", "read_roster", "collect_submissions"]
+__all__ = ["Submission", "assignment_for", "parse_lms_name", "read_roster", "roster_rows", "collect_submissions"]
 
 _LMS_NAME = re.compile(r"(?P<name>.+?)(?P<late>_late)?_(?P<id>\d+)_(?P<rest>.+)", re.IGNORECASE)
 _MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<id>\d+)_assignsubmission_\w*")
@@ -90,11 +90,12 @@ def assignment_for(path: str | Path) -> Assignment | None:
     return lms[3] if lms else None
 
 
-def read_roster(path: str | Path) -> dict[str, str]:
-    """A roster CSV as a lookup table: every LMS id and LMS name (lower case) -> the student's name.
+def roster_rows(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a roster CSV, each a dict of its (stripped) cells, in file order.
 
-    The CSV has a header with ``student`` and at least one of ``lms_id`` and ``lms_name``; empty cells are
-    skipped. One id or name given to two students is an error.
+    The header has ``student`` and at least one of ``lms_id`` and ``lms_name``; other columns (``email``,
+    ``sis_id``, ``section``, ...) are kept, and the sheets carry ``lms_id`` and ``email`` (see
+    :mod:`.gradebook`). A row without a student name is an error.
     """
     path = Path(path)
     with open(path, newline="", encoding="utf-8-sig") as f:  # utf-8-sig: spreadsheets often write a BOM
@@ -105,17 +106,29 @@ def read_roster(path: str | Path) -> dict[str, str]:
                 f"roster: expected a CSV whose header has 'student' and 'lms_id' and/or 'lms_name', "
                 f"got the columns {columns} in {path}"
             )
-        table: dict[str, str] = {}
+        rows = []
         for number, row in enumerate(reader, start=2):
-            row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
-            student = row.get("student", "")
-            if not student:
+            cells = {k.strip(): (v or "").strip() for k, v in row.items() if isinstance(k, str) and k}
+            if not cells.get("student"):
                 raise ValueError(f"roster: line {number} of {path} has no student name")
-            for key in (row.get("lms_id", ""), row.get("lms_name", "").lower()):
-                if key and table.setdefault(key, student) != student:
-                    raise ValueError(
-                        f"roster: {key!r} on line {number} of {path} maps to both {table[key]!r} and {student!r}"
-                    )
+            rows.append(cells)
+    return rows
+
+
+def read_roster(path: str | Path) -> dict[str, str]:
+    """A roster CSV as a lookup table: every LMS id and LMS name (lower case) -> the student's name.
+
+    The CSV has a header with ``student`` and at least one of ``lms_id`` and ``lms_name``; empty cells are
+    skipped. One id or name given to two students is an error.
+    """
+    table: dict[str, str] = {}
+    for number, row in enumerate(roster_rows(path), start=2):
+        student = row["student"]
+        for key in (row.get("lms_id", ""), row.get("lms_name", "").lower()):
+            if key and table.setdefault(key, student) != student:
+                raise ValueError(
+                    f"roster: {key!r} on line {number} of {path} maps to both {table[key]!r} and {student!r}"
+                )
     return table
 
 
@@ -175,11 +188,11 @@ def collect_submissions(folder: str | Path, roster: dict[str, str] | None = None
             found += [Submission(student, path, aid, False, (), notes) for path, notes in entries]
             continue
         paths = _newest_first([path for path, _ in entries])
-        notes = dict(entries)[paths[0]]
+        kept = dict(entries)[paths[0]]
         if len(paths) > 1:
-            notes += (
+            kept += (
                 f"Graded {paths[0].name}, the most recently modified of {len(paths)} files for {aid}; not "
                 f"graded: {', '.join(p.name for p in paths[1:])}.",
             )
-        found.append(Submission(student, paths[0], aid, True, tuple(paths[1:]), notes))
+        found.append(Submission(student, paths[0], aid, True, tuple(paths[1:]), kept))
     return sorted(found, key=lambda s: (s.student.lower(), s.path.name))

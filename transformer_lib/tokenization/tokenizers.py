@@ -90,7 +90,7 @@ class Tokenizer:
         """Rebuild a tokenizer from :meth:`to_dict`. ``Tokenizer.from_dict`` dispatches on ``d["kind"]``."""
         kind = d.get("kind") if isinstance(d, dict) else None
         check_choice("d['kind']", kind, list(_TOKENIZER_KINDS))
-        target = _TOKENIZER_KINDS[kind]
+        target = _TOKENIZER_KINDS[str(kind)]  # check_choice refused anything but a known kind
         if cls is not Tokenizer and cls is not target:
             raise ValueError(
                 f"d['kind']: expected {cls.kind!r} for {cls.__name__}, got {kind!r}; "
@@ -132,6 +132,14 @@ class WordTokenizer(Tokenizer):
 
     A space belongs to the word after it, so "cat" and "▁cat" are two tokens. Short sequences,
     large vocabulary, and unseen words become ``<unk>``.
+
+    Example:
+
+    >>> tok = WordTokenizer.train(["the cat sat", "the dog sat"])
+    >>> tok.tokenize("the cat ran")  # "▁" marks a word that follows a space
+    ['the', '▁cat', '▁ran']
+    >>> tok.encode("the cat ran")  # "▁ran" was never seen: <unk> = 3
+    [4, 6, 3]
     """
 
     kind = "word"
@@ -152,7 +160,7 @@ def _count_pairs(words: list[tuple[list[str], int]]) -> Counter[tuple[str, str]]
     """How often each adjacent symbol pair occurs, each word weighted by its count in the corpus."""
     counts: Counter[tuple[str, str]] = Counter()
     for symbols, freq in words:
-        for pair in zip(symbols, symbols[1:]):
+        for pair in zip(symbols, symbols[1:], strict=False):
             counts[pair] += freq
     return counts
 
@@ -191,14 +199,16 @@ class BPETokenizer(Tokenizer):
 
     def __init__(self, vocab: Vocab, merges: Sequence[tuple[str, str]]) -> None:
         super().__init__(vocab)
-        self.merges: list[tuple[str, str]] = [tuple(pair) for pair in merges]
-        for i, pair in enumerate(self.merges):
+        self.merges: list[tuple[str, str]] = []
+        for i, given in enumerate(merges):
+            got = tuple(given)
             if (
-                len(pair) != 2
-                or not all(isinstance(s, str) for s in pair)
-                or not all(t in vocab for t in (*pair, "".join(pair)))
+                len(got) != 2
+                or not all(isinstance(s, str) for s in got)
+                or not all(t in vocab for t in (*got, "".join(got)))
             ):
-                raise ValueError(f"merges[{i}]: expected a pair of tokens that are in vocab, joined too, got {pair!r}")
+                raise ValueError(f"merges[{i}]: expected a pair of tokens that are in vocab, joined too, got {got!r}")
+            self.merges.append((got[0], got[1]))
         self._ranks = {pair: rank for rank, pair in enumerate(self.merges)}  # pair -> when it was learned
         if len(self._ranks) != len(self.merges):
             raise ValueError(f"merges: expected each pair once, got {len(self.merges) - len(self._ranks)} repeats")
@@ -255,7 +265,7 @@ class BPETokenizer(Tokenizer):
         symbols = list(word)
         while len(symbols) > 1:
             # A merge result only joins merges learned later, so ranks are applied in learned order.
-            rank = min(self._ranks.get(pair, max_merges) for pair in zip(symbols, symbols[1:]))
+            rank = min(self._ranks.get(pair, max_merges) for pair in zip(symbols, symbols[1:], strict=False))
             if rank >= max_merges:
                 break
             symbols = _merge_pair(symbols, self.merges[rank])

@@ -132,7 +132,7 @@ class WordPieceTokenizer:
         self._special_re = re.compile("(" + "|".join(re.escape(s) for s in self.specials) + ")")
 
     @classmethod
-    def from_file(cls, path: str | Path, lowercase: bool = True) -> "WordPieceTokenizer":
+    def from_file(cls, path: str | Path, lowercase: bool = True) -> WordPieceTokenizer:
         """Read a ``vocab.txt`` (one token per line, in id order)."""
         path = Path(path)
         if not path.is_file():

@@ -5,6 +5,15 @@
 // thread) is imported only when the first translation needs it. The decoding loops are in decoding.js.
 import * as decoding from "./decoding.js";
 
+/**
+ * The toy task's form of a sentence, as transformer_lib.data.normalize_sentence: lower case, every run of
+ * characters that are neither word characters nor white space turned into a space, white space collapsed to one
+ * space and trimmed.
+ */
+export function normalizeSentence(text) {
+  return text.toLowerCase().replace(/[^\p{L}\p{N}_\s]+/gu, " ").split(/\s+/u).filter(Boolean).join(" ");
+}
+
 /** Split text into word pieces as transformer_lib.tokenization.pre_tokenize: " ?\w+| ?[^\w\s]+|\s". */
 export function preTokenize(text, spaceMark) {
   const pieces = text.match(/ ?[\p{L}\p{N}_]+| ?[^\p{L}\p{N}_\s]+|\s/gu) || [];
@@ -40,13 +49,13 @@ export class Model {
     this.decoder = await ort.InferenceSession.create(modelDir + this.meta.graphs.decoder.file, options);
   }
 
-  /** Source text -> {ids, pieces, unknown}; throws an Error with a readable message for unusable input. */
+  /**
+   * Source text -> {normalized, ids, pieces, unknown}: the text in the task's form (normalizeSentence), then its
+   * word pieces; throws an Error with a readable message for unusable input.
+   */
   tokenize(text) {
-    const clean = text.trim().replace(/\s+/g, " ");
+    const clean = normalizeSentence(text);
     if (!clean) throw new Error("Type an English sentence of the toy grammar first.");
-    if (clean.includes(this.meta.space_mark)) {
-      throw new Error(`The sign ${this.meta.space_mark} marks spaces inside tokens; remove it from the text.`);
-    }
     const pieces = preTokenize(clean, this.meta.space_mark);
     const max = this.meta.config.max_len;
     if (pieces.length > max) {
@@ -54,7 +63,7 @@ export class Model {
     }
     const ids = pieces.map(p => this.srcIndex.get(p) ?? this.ids.unk);
     const unknown = pieces.filter(p => !this.srcIndex.has(p)).map(p => p.replaceAll(this.meta.space_mark, ""));
-    return { ids, pieces, unknown };
+    return { normalized: clean, ids, pieces, unknown };
   }
 
   /** Target ids -> text, dropping <pad>/<bos>/<eos> (Tokenizer.decode). */
@@ -115,7 +124,7 @@ export class Model {
    * `maxNewTokens`, by default the chapter's 20).
    */
   async translate(text, method = "greedy", options = {}) {
-    const { ids, pieces, unknown } = this.tokenize(text);
+    const { normalized, ids, pieces, unknown } = this.tokenize(text);
     await this.load();
     const start = performance.now();
     const encoded = await this.encode(ids);
@@ -133,7 +142,7 @@ export class Model {
     }
     const cross = await this.crossAttention(encoded, tokens);
     const ms = performance.now() - start;
-    return { method, options, srcIds: ids, pieces, unknown, tokens, steps, cross, ms,
+    return { method, options, normalized, srcIds: ids, pieces, unknown, tokens, steps, cross, ms,
              text: this.detokenize(tokens) };
   }
 }

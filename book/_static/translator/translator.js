@@ -99,7 +99,7 @@ function heatmapFigure(result, meta, layer, head) {
 
 /** The step-by-step table: top candidates per step (greedy, sampling) or the extensions beam search weighed. */
 function stepsTable(result, meta) {
-  const tok = id => escapeHtml(meta.tgt_tokens[id].replaceAll(meta.space_mark, "·"));
+  const tok = id => escapeHtml(meta.tgt_tokens[id].replaceAll(meta.space_mark, "␣")); // as the book's figures
   const lastOf = prefix => tok(prefix[prefix.length - 1]);
   if (result.method === "beam") {
     const rows = result.steps.map((s, t) => {
@@ -176,11 +176,14 @@ export async function mount(el, base) {
       last = el.lastResult = await model.translate(control("text").value, method, opts);
       $(".tl-lt-output").innerHTML = '<span class="tl-lt-label">Frenchy</span> ' +
         `<span class="tl-lt-sentence">${escapeHtml(last.text)}</span>`;
-      const unknown = last.unknown.map(w => `“${w}”`).join(", ");
-      $(".tl-lt-message").textContent = unknown && `Not in the model's vocabulary: ${unknown}. The model reads ` +
-        "it as <unk>, so that part cannot be translated right. It knows " +
-        `${meta.src_tokens.length - 4} English tokens, all lower case: try one of the examples.`;
-      $(".tl-lt-message").classList.toggle("tl-lt-warning", Boolean(unknown));
+      const typed = control("text").value.trim();
+      const readAs = last.normalized !== typed
+        ? `Read as “${last.normalized}” (the toy grammar's form: lower case, no punctuation, single spaces). ` : "";
+      const n = last.unknown.length, unknown = last.unknown.map(w => `“${w}”`).join(", ");
+      $(".tl-lt-message").textContent = readAs + (n ? `Not in the model's vocabulary: ${unknown}. The model ` +
+        `reads ${n === 1 ? "it" : "them"} as <unk>, so ${n === 1 ? "that part" : "those parts"} cannot be ` +
+        `translated right. It knows ${meta.src_tokens.length - 4} English words: try one of the examples.` : "");
+      $(".tl-lt-message").classList.toggle("tl-lt-warning", n > 0);
       $(".tl-lt-timing").textContent = `Translated in ${last.ms.toFixed(1)} ms in this browser (encoder once, ` +
         `decoder ${last.steps.length + 1} times)` + (firstLoad
         ? `; loading the runtime and the model took ${(performance.now() - t0 - last.ms).toFixed(0)} ms.` : ".");
@@ -190,6 +193,7 @@ export async function mount(el, base) {
     } catch (err) { // unusable input (or a failed load): say why, and show no stale result
       last = el.lastResult = null;
       $(".tl-lt-output").textContent = "";
+      $(".tl-lt-timing").textContent = ""; // no time of an earlier translation next to the error
       $(".tl-lt-steps").innerHTML = "";
       if (window.Plotly) window.Plotly.purge($(".tl-lt-heatmap"));
       $(".tl-lt-message").textContent = err.message;

@@ -28,24 +28,18 @@ The package, one concept per module:
 
 from __future__ import annotations
 
-from .attention import _attention_cases, _attention_variant, check_attention
+from .attention import check_attention
 from .core import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult, check_assignment, grade_exercise
 from .decoder import (
-    _SRC,
-    _beam_variant,
-    _greedy_variant,
     check_beam_search,
     check_decoder_layer,
     check_greedy_decode,
     tiny_translator,
 )
 from .masks import check_causal_mask, check_decoder_mask, check_padding_mask
-from .multi_head import _mha_variant, check_merge_heads, check_multi_head_attention, check_split_heads
-from .positions import _pe_variant, check_positional_encoding
+from .multi_head import check_merge_heads, check_multi_head_attention, check_split_heads
+from .positions import check_positional_encoding
 from .tokenizer import check_build_vocab, check_encode, check_pad_sequences
-
-# The private names above (reference variants with one mistake, the checks' inputs) are re-exported for
-# tests/test_checks.py, which proves that each variant reproduces its mistake.
 
 __all__ = [
     "CheckResult",

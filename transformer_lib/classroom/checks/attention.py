@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -15,7 +17,7 @@ from torch import Tensor
 from ...attention import scaled_dot_product_attention
 from ...masks import causal_mask
 from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor, _tol
-from .core import _call, _check, _Fail, _seeded
+from .core import _call, _check, _Fail, _part, _seeded
 
 
 def _attention_variant(
@@ -57,15 +59,8 @@ def _attention_cases() -> list[tuple[str, dict[str, Tensor | None]]]:
         ("causal mask", dict(q=r(2, 4, 8), k=r(2, 4, 8), v=r(2, 4, 5), mask=causal_mask(4))),
         ("heads axis", dict(q=r(2, 2, 3, 8), k=r(2, 2, 4, 8), v=r(2, 2, 4, 5), mask=pad[:, None])),
         ("batch of one, length one", dict(q=r(1, 1, 8), k=r(1, 1, 8), v=r(1, 1, 5), mask=None)),
-        (
-            "float32",
-            {n: x.float() for n, x in dict(q=r(2, 3, 8), k=r(2, 3, 8), v=r(2, 3, 4)).items()}
-            | {"mask": causal_mask(3)},
-        ),
-        (
-            "bfloat16",
-            {n: x.bfloat16() for n, x in dict(q=r(2, 3, 8), k=r(2, 4, 8), v=r(2, 4, 4)).items()} | {"mask": pad},
-        ),
+        ("float32", dict(q=r(2, 3, 8).float(), k=r(2, 3, 8).float(), v=r(2, 3, 4).float(), mask=causal_mask(3))),
+        ("bfloat16", dict(q=r(2, 3, 8).bfloat16(), k=r(2, 4, 8).bfloat16(), v=r(2, 4, 4).bfloat16(), mask=pad)),
     ]
 
 
@@ -96,6 +91,101 @@ _MASK_IGNORED_HINTS = (
 )
 
 
+_SCALES = ("1/√d_k", "1", "1/d_k", "√d_k", "1/√S")  # the right scale, then the catalogue's wrong ones
+
+
+def _scale(name: str, q: Tensor, k: Tensor) -> float:
+    d, S = q.shape[-1], k.shape[-2]
+    return {"1/√d_k": 1 / math.sqrt(d), "1": 1.0, "1/d_k": 1 / d, "√d_k": math.sqrt(d), "1/√S": 1 / math.sqrt(S)}[name]
+
+
+def _answers(attention: Callable, cases: list[tuple[str, dict[str, Tensor | None]]]) -> list[Any]:
+    """The learner's answer on each case, or the ``_Fail`` its call gave; after a stub or a time-out the other
+    cases are not called (they would only repeat it), and count as that failure."""
+    answers: list[Any] = []
+    for label, c in cases:
+        q, k, v, mask = c["q"], c["k"], c["v"], c["mask"]
+        assert q is not None and k is not None and v is not None
+        inputs = f"{label}: {_describe(q=q, k=k, v=v, mask=mask)}"
+        stop = next((a for a in answers if isinstance(a, _Fail) and a.error in _FINAL), None)
+        if stop is not None:
+            answers.append(stop)
+            continue
+        try:
+            answers.append(
+                _call(attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), inputs=inputs)
+            )
+        except _Fail as f:
+            answers.append(f)
+    return answers
+
+
+_FINAL = ("NotImplementedError", "TimeoutError")
+
+
+def _pair(answer: Any, q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor] | None:
+    """``(output, weights)`` as float64 when the answer is a pair of tensors of the right shapes, else None."""
+    if isinstance(answer, Tensor) or not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        return None
+    out, w = answer
+    T, S = q.shape[-2], k.shape[-2]
+    if not isinstance(out, Tensor) or not isinstance(w, Tensor) or w.shape[-2:] != (T, S):
+        return None
+    if out.shape[-2:] != (T, v.shape[-1]) or not (out.is_floating_point() and w.is_floating_point()):
+        return None
+    return out.detach().double(), w.detach().double()
+
+
+def _judge_parts(cases: list[tuple[str, dict[str, Tensor | None]]], answers: list[Any]) -> None:
+    """Report the four parts of the attention check (partial credit, see ``registry.ASSIGNMENTS``), each on every
+    case it concerns:
+
+    - *scaling*: without a mask, the weights are softmax(q kᵀ / √d_k);
+    - *softmax rows*: without a mask, the weights are a softmax over the keys of q kᵀ at some scale (the right
+      one or a catalogued wrong one: the softmax is right even where the scaling is not);
+    - *masking*: with a mask, the weights are the masked softmax of q kᵀ at the same scale as the unmasked cases
+      (right even where the scaling is not): blocked keys weigh 0 and rows sum to 1;
+    - *returned weights*: the softmax rows are right and the output is the returned weights times v.
+    """
+    scaling, rows, masking, returned = True, True, True, True
+    scales: set[str] = set(_SCALES)  # the scales consistent with every unmasked case
+    masked: list[tuple[Tensor, Tensor, Tensor, Tensor, Tensor]] = []
+    for (_, c), answer in zip(cases, answers, strict=True):
+        q, k, v, mask = c["q"], c["k"], c["v"], c["mask"]
+        assert q is not None and k is not None and v is not None
+        pair = _pair(answer, q, k, v)
+        if pair is None:
+            scaling = rows = masking = returned = False
+            continue
+        out, w = pair
+        try:
+            returned = returned and _close(out, w @ v.double(), q.dtype)
+        except RuntimeError:  # weights and v that do not multiply
+            returned = False
+        if mask is None:
+            fits = {
+                s
+                for s in scales
+                if _close(w, _attention_variant(q, k, v, None, scale=_scale(s, q, k))["weights"], q.dtype)
+            }
+            scaling = scaling and "1/√d_k" in fits
+            scales &= fits
+        else:
+            masked.append((q, k, v, mask, w))
+    rows = rows and bool(scales)
+    for q, k, v, mask, w in masked:
+        fits = {
+            s
+            for s in scales or {"1/√d_k"}
+            if _close(w, _attention_variant(q, k, v, mask, scale=_scale(s, q, k))["weights"], q.dtype)
+        }
+        masking = masking and bool(fits)
+    _part("scaling", scaling)
+    _part("softmax rows", rows)
+    _part("masking", masking)
+    _part("returned weights", returned and rows)
+
+
 @_check("attention")
 def check_attention(attention: Callable) -> str:
     """Check ``attention(q, k, v, mask=None) -> (output, weights)``, softmax(q kᵀ / √d_k) v with a boolean
@@ -106,22 +196,26 @@ def check_attention(attention: Callable) -> str:
         -> output (..., T, Dv), weights (..., T, S)
     """
     cases = _attention_cases()
-    for label, c in cases:
+    answers = _answers(attention, cases)  # every case first: the parts below are judged on all of them
+    _judge_parts(cases, answers)
+    for (label, c), answer in zip(cases, answers, strict=True):
         q, k, v, mask = c["q"], c["k"], c["v"], c["mask"]
+        assert q is not None and k is not None and v is not None  # only the mask may be None
         inputs = f"{label}: {_describe(q=q, k=k, v=v, mask=mask)}"
-        result = _call(
-            attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone(), inputs=inputs
-        )
+        if isinstance(answer, _Fail):
+            raise answer
+        result = answer
         if isinstance(result, Tensor) or not isinstance(result, (tuple, list)) or len(result) != 2:
             raise _Fail(
                 "attention must return a pair (output, weights).",
                 f"Input: {inputs}",
                 ("End with `return output, weights`: the weights are needed to draw attention maps.",),
             )
-        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
+        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights"), strict=True))
         ref_out, ref_w = scaled_dot_product_attention(
             q.double(), k.double(), v.double(), mask, need_weights=True, impl="eager"
         )
+        assert ref_w is not None  # need_weights=True
         T, S = q.shape[-2], k.shape[-2]
         _expect_shape(
             "The weight tensor",
@@ -144,29 +238,29 @@ def check_attention(attention: Callable) -> str:
         if _close(out, ref_out, q.dtype) and _close(w, ref_w, q.dtype):
             continue
         d = q.shape[-1]
-        variants = [
-            (lambda: _attention_variant(q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
+        variants: list[tuple[Callable[[], dict], tuple[str, ...]]] = [
+            (partial(_attention_variant, q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
             (
-                lambda: _attention_variant(q, k, v, mask, scale=1 / d),
+                partial(_attention_variant, q, k, v, mask, scale=1 / d),
                 ("You divided by d_k; divide by √d_k (math.sqrt(d_k)).",),
             ),
             (
-                lambda: _attention_variant(q, k, v, mask, scale=math.sqrt(d)),
+                partial(_attention_variant, q, k, v, mask, scale=math.sqrt(d)),
                 ("You multiplied by √d_k; divide the scores by √d_k instead.",),
             ),
             (
-                lambda: _attention_variant(q, k, v, mask, scale=1 / math.sqrt(S)),
+                partial(_attention_variant, q, k, v, mask, scale=1 / math.sqrt(S)),
                 ("d_k is the width of the queries and keys, q.shape[-1], not the number of keys.",),
             ),
-            (lambda: _attention_variant(q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
+            (partial(_attention_variant, q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
             (
-                lambda: _attention_variant(q, k, v, mask, mask_mode="zero"),
+                partial(_attention_variant, q, k, v, mask, mask_mode="zero"),
                 ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",),
             ),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
-            (lambda: _attention_variant(q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+            (partial(_attention_variant, q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
         ]
         hints = _match({"output": out, "weights": w}, variants, q.dtype)
         if hints is None:

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from ..registry import get_assignment  # the assignments and their exercises
+
 DEFAULT_TIME_LIMIT = 10.0  # seconds per call of the learner's code; the inputs are tiny, a correct answer takes ms
 RESULT_MARKER = "TL-CHECK-RESULT "  # the grader reads the JSON that follows this prefix on a printed line
 
@@ -61,6 +63,7 @@ class CheckResult:
     hints: tuple[str, ...] = ()
     error: str | None = None
     flags: list[str] = field(default_factory=list)  # set by the grader: what the teacher should look at
+    parts: dict[str, bool] = field(default_factory=dict)  # for partial credit: each part of the check, passed?
     _shown: int = field(default=1, compare=False)
 
     @property
@@ -114,6 +117,7 @@ class CheckResult:
             "hints": list(self.hints),
             "error": self.error,
             "flags": list(self.flags),
+            "parts": dict(self.parts),
         }
 
     @classmethod
@@ -126,6 +130,7 @@ class CheckResult:
             tuple(str(h) for h in d.get("hints", ())),
             d.get("error"),
             [str(f) for f in d.get("flags", ())],
+            {str(p): bool(ok) for p, ok in dict(d.get("parts", {})).items()},
         )
 
 
@@ -142,6 +147,15 @@ class _TimeUp(BaseException):
 
 
 _CHECKS: dict[str, Callable[..., CheckResult]] = {}  # "check_attention" -> the check; filled by @_check
+_parts: contextvars.ContextVar[dict[str, bool] | None] = contextvars.ContextVar("parts", default=None)
+
+
+def _part(name: str, passed: bool) -> None:
+    """Inside a check body: report whether part ``name`` of the check passed (for partial credit, see
+    :attr:`~transformer_lib.classroom.registry.Exercise.parts`). The result carries every part reported."""
+    parts = _parts.get()
+    if parts is not None:
+        parts[name] = bool(passed)
 
 
 def _check(exercise: str) -> Callable:
@@ -150,12 +164,14 @@ def _check(exercise: str) -> Callable:
     def decorate(body: Callable[..., str]) -> Callable[..., CheckResult]:
         @functools.wraps(body)
         def run(*learner: Any, time_limit: float = DEFAULT_TIME_LIMIT) -> CheckResult:
-            token = _time_limit.set(time_limit)
+            parts: dict[str, bool] = {}
+            token, parts_token = _time_limit.set(time_limit), _parts.set(parts)
             try:
-                return CheckResult(exercise, True, body(*learner))
+                return CheckResult(exercise, True, body(*learner), parts=parts)
             except _Fail as f:
-                return CheckResult(exercise, False, f.summary, f.details, f.hints, f.error)
+                return CheckResult(exercise, False, f.summary, f.details, f.hints, f.error, parts=parts)
             finally:
+                _parts.reset(parts_token)
                 _time_limit.reset(token)
 
         _CHECKS[body.__name__] = run
@@ -363,8 +379,6 @@ def check_assignment(
 
     With ``emit_json`` each result is also printed as one line ``RESULT_MARKER + json`` for the grader.
     """
-    from ..assignments import get_assignment  # the registry of assignments and their exercises
-
     results = []
     for ex in get_assignment(assignment).exercises:
         r = grade_exercise(ex.check, namespace, ex.names, time_limit)

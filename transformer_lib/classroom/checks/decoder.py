@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -23,7 +24,7 @@ _DECODER_ATTRS = ("self_attn", "cross_attn", "ff", "norm1", "norm2", "norm3")
 
 
 def _decoder_variant(
-    m: nn.Module,
+    m: Any,  # the learner's DecoderLayer: any nn.Module with the sub-modules of _DECODER_ATTRS
     y: Tensor,
     memory: Tensor,
     self_mask: Tensor | None,
@@ -131,6 +132,8 @@ def check_decoder_layer(cls: Callable) -> str:
         try:
             with torch.no_grad():
                 ref.self_attn.load_state_dict(m.self_attn.state_dict())
+                if ref.cross_attn is None:  # DecoderLayer(cross_attention=True) by default
+                    raise RuntimeError("the reference DecoderLayer has no cross-attention")
                 ref.cross_attn.load_state_dict(m.cross_attn.state_dict())
                 ref.ff.load_state_dict(m.ff.state_dict())
                 for res, i in (("self_res", 1), ("cross_res", 2), ("ff_res", 3)):
@@ -369,7 +372,7 @@ def _beam_variant(
         logp = model.lm_head(h[:, -1]).log_softmax(-1)  # (K, V)
         step = logp.exp() if score == "prob" else logp
         cands = sorted(
-            ((s + x, seq + [t]) for (seq, s), row in zip(beams, step.tolist()) for t, x in enumerate(row)),
+            ((s + x, seq + [t]) for (seq, s), row in zip(beams, step.tolist(), strict=True) for t, x in enumerate(row)),
             key=lambda c: -c[0],
         )
         beams = []
@@ -391,7 +394,7 @@ _BEAM_FINISHED_HINTS = (
     "drop it, do not extend it) and return the best finished one; the best live beam only if "
     "none has finished.",
 )
-_BEAM_MISTAKES = [  # (keyword arguments of _beam_variant, hints), tried in this order
+_BEAM_MISTAKES: list[tuple[dict[str, Any], tuple[str, ...]]] = [  # (keyword arguments of _beam_variant, hints)
     (
         dict(score="prob"),
         (
@@ -435,7 +438,7 @@ _BEAM_MISTAKES = [  # (keyword arguments of _beam_variant, hints), tried in this
 
 
 def _penalised(log_prob: float, tokens: list[int], length_penalty: float) -> float:
-    """A hypothesis's score as tl.beam_search ranks it: log P / ((5 + n) / 6) ** length_penalty, n tokens after <bos>."""
+    """The score tl.beam_search ranks a hypothesis by: log P / ((5 + n) / 6) ** length_penalty, n tokens after <bos>."""
     return log_prob / ((5 + len(tokens) - 1) / 6) ** length_penalty
 
 
@@ -459,7 +462,7 @@ def check_beam_search(decode_beam: Callable) -> str:
     ]
     for label, mdl, src, n, k, alpha in cases:
         inputs = f"{label}: {_describe(src=src)}, max_new_tokens = {n}, beam_size = {k}"
-        penalty = {"length_penalty": alpha} if alpha else {}
+        penalty: dict[str, Any] = {"length_penalty": alpha} if alpha else {}
         if alpha:
             inputs += f", length_penalty = {alpha}"
         with torch.no_grad():

@@ -86,11 +86,18 @@ def check_causal_mask(make_causal_mask: Callable) -> str:
         ones = torch.ones(size, size, dtype=torch.bool)
         hints = (
             (
-                "The mask looks inverted: True means may attend, so position t sees positions 0..t (the lower "
-                "triangle, diagonal included).",
-                "torch.ones(size, size, dtype=torch.bool).tril()",
+                "Your mask is True where attention is blocked (the strict upper triangle, as in triu(diagonal=1)): "
+                "here True means may attend, so mark the allowed positions instead.",
+                "Position t may see positions 0..t: torch.ones(size, size, dtype=torch.bool).tril(), which is "
+                "the negation of your mask (~mask).",
             )
-            if torch.equal(got, ~want) or torch.equal(got, ones.triu())
+            if torch.equal(got, ~want)
+            else (
+                "Your mask lets each position see itself and the positions after it (the upper triangle, triu()): "
+                "a causal mask lets it see itself and the positions before it.",
+                "Use the lower triangle, diagonal included: torch.ones(size, size, dtype=torch.bool).tril().",
+            )
+            if torch.equal(got, ones.triu())
             else (
                 "The causal mask is off by one: a position may attend to itself, so keep the diagonal.",
                 "tril() with the default diagonal=0 keeps it; tril(-1) drops it, and then the first position sees "

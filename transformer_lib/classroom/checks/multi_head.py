@@ -199,7 +199,7 @@ def check_multi_head_attention(cls: Callable) -> str:
                 f"Input: {inputs}",
                 ("End forward with `return self.w_o(merged), weights`.",),
             )
-        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights")))
+        out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights"), strict=True))
         with _fixed_seed(0):
             ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
         with torch.no_grad():
@@ -269,8 +269,8 @@ def check_multi_head_attention(cls: Callable) -> str:
             "Test split_heads and merge_heads with their own checks first, then compare each step with the "
             "shapes in the docstring.",
         )
-        name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, dtype) else ("output", out, ref_out)
-        raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, dtype)}", hints)
+        which, got_t, want_t = ("weights", w, ref_w) if not _close(w, ref_w, dtype) else ("output", out, ref_out)
+        raise _Fail(_differ(which), f"Input: {inputs}\n{_row_diff(which, got_t, want_t, dtype)}", hints)
     return (
         f"All {len(cases)} cases match tl.MultiHeadAttention with your weights (self- and cross-attention, "
         "masks, a batch of one with length one, float64/float32/bfloat16)."

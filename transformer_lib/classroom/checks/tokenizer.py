@@ -45,6 +45,7 @@ def check_build_vocab(build_vocab: Callable) -> str:
         specials = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
         counts = Counter(w for t in texts for w in t.split())
         words = [t for t in got if t not in specials]
+        hints: tuple[str, ...]
         if any(got.get(t) != i for t, i in specials.items()):
             hints = (
                 "The four special tokens come first, with fixed ids: <pad> 0, <bos> 1, <eos> 2, <unk> 3.",

@@ -1,0 +1,248 @@
+"""Attacks on the grader, run as a student would: each must fail (0 points or a flag), and nothing of the teacher's
+may reach a feedback file or a sheet.
+
+The class (tests/fixtures/hostile/make_attacks.py) is graded once, next to a fake teacher's folder: an LMS zip,
+roster.csv, a solutions folder and a secret in the grader's environment (LMS_API_TOKEN). Without bubblewrap the
+kernel tests are skipped (tests/test_sandbox.py checks that the grader then refuses).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lib.classroom import grade, sandbox, stubs
+from transformer_lib.classroom.registry import ASSIGNMENTS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))
+from make_submissions import solved  # noqa: E402
+
+ATTACKS = Path(__file__).resolve().parent / "fixtures" / "attacks"
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "lms-token-0123456789-do-not-leak"
+_problem = sandbox.bwrap_problem() if hasattr(sandbox, "bwrap_problem") else ""  # (older graders: no bwrap)
+needs_bwrap = pytest.mark.skipif(bool(_problem), reason=_problem or "bwrap works")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The reference is not in the room
+# --------------------------------------------------------------------------------------------------------------
+def _in_copy(assignment: str, code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` with the library copy of ``assignment`` first on the path (as a kernel imports it)."""
+    lib = sandbox.LibraryCopy(stubs=stubs.stubs_for(assignment))
+    try:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin"), "PYTHONPATH": str(lib.parent)}
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=lib.parent
+        )
+    finally:
+        lib.cleanup()
+
+
+def test_the_reference_of_an_assignment_is_a_stub_source_included():
+    done = _in_copy(
+        "03_attention",
+        "import inspect, torch, transformer_lib as tl\n"
+        "print(tl.__file__)\n"
+        "print(inspect.getsource(tl.scaled_dot_product_attention))\n"
+        "q = torch.ones(1, 2, 4)\n"
+        "try:\n"
+        "    tl.scaled_dot_product_attention(q, q, q)\n"
+        "except RuntimeError as e:\n"
+        "    print(type(e).__name__, e)\n"
+        "print(tl.causal_mask(2).tolist())  # everything else stays\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tl-lib-" in done.stdout and "softmax" not in done.stdout  # the copy, with no trace of the code
+    assert "Left out of the grader's copy of transformer_lib while assignment 03_attention is graded" in done.stdout
+    assert (
+        "ReferenceRemoved tl.scaled_dot_product_attention is not available while assignment 03_attention" in done.stdout
+    )
+    assert "[[True, False], [True, True]]" in done.stdout
+
+
+@pytest.mark.parametrize("assignment", sorted(stubs.REMOVED))
+def test_every_stub_replaces_a_definition(assignment):
+    """Each name in REMOVED exists in the library (a renamed function would leave its reference in the room)."""
+    lib = sandbox.LibraryCopy(stubs=stubs.stubs_for(assignment))
+    try:
+        for file, name, _, _ in stubs.REMOVED[assignment]:
+            text = (lib.path / file).read_text()
+            assert f"def {name.split('.')[-1]}(" in text and f"while assignment {assignment} is graded" in text
+            assert (sandbox._LIBRARY / file).read_text() != text  # the original is untouched
+    finally:
+        lib.cleanup()
+
+
+@pytest.fixture(scope="module")
+def solutions(tmp_path_factory):
+    """Every assignment's solution, as a student would hand it in, graded with its stubbed library."""
+    folder = tmp_path_factory.mktemp("solved") / "class"
+    (folder / "zed").mkdir(parents=True)
+    for a in ASSIGNMENTS:
+        nbformat.write(solved(a), folder / "zed" / f"{a}.ipynb")
+    return grade.grade_folder(folder, folder.parent / "out" / "grades.csv", jobs=2, progress=False)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_every_solution_passes_under_its_stubbed_library(solutions):
+    assert len(solutions) == len(ASSIGNMENTS)
+    for g in solutions:
+        assert [r.passed for r in g.results] == [True] * len(g.results), (g.assignment, g.results)
+        assert not any("limit" in n for n in g.notes), g.notes  # no limit met by a correct notebook
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The class of attackers, graded next to a fake teacher's folder
+# --------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    teacher = tmp_path_factory.mktemp("teacher")  # the teacher's working folder, as the README lays it out
+    submissions = teacher / "submissions"
+    shutil.copytree(ATTACKS, submissions, ignore=shutil.ignore_patterns("*.py"))
+    (submissions / "alice").mkdir()
+    nbformat.write(solved("03_attention"), submissions / "alice" / "03_attention.ipynb")
+    with zipfile.ZipFile(teacher / "attention-submissions.zip", "w") as z:
+        z.write(submissions / "alice" / "03_attention.ipynb", "alice_101_03_attention.ipynb")
+    (teacher / "solutions").mkdir()
+    shutil.copy(ROOT / "assignments" / "03_attention.ipynb", teacher / "solutions" / "03_attention.ipynb")
+    students = sorted(p.name for p in submissions.iterdir() if p.is_dir())
+    with open(teacher / "roster.csv", "w", newline="") as f:
+        rows = [{"student": s, "lms_id": str(100 + i), "email": f"{s}@school.example"} for i, s in enumerate(students)]
+        writer = csv.DictWriter(f, ["student", "lms_id", "email"])
+        writer.writeheader()
+        writer.writerows(rows)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    reached: list[str] = []
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+                reached.append("connected")
+                conn.close()
+            except OSError:
+                continue
+
+    stop = threading.Event()
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    network = nbformat.read(submissions / "network" / "03_attention.ipynb", as_version=4)
+    (cell,) = [c for c in network.cells if "PORT = None" in c.source]
+    cell.source = cell.source.replace("PORT = None", f"PORT = {listener.getsockname()[1]}")
+    nbformat.write(network, submissions / "network" / "03_attention.ipynb")
+    os.environ["LMS_API_TOKEN"] = SECRET  # a secret in the grader's environment
+    out = teacher / "grades" / "grades.csv"
+    try:
+        graded = grade.grade_folder(
+            submissions, out, roster=teacher / "roster.csv", cell_timeout=30, time_limit=3, jobs=2, progress=False
+        )
+    finally:
+        del os.environ["LMS_API_TOKEN"]
+        stop.set()
+        thread.join()
+        listener.close()
+    return {g.student: g for g in graded}, teacher, out.parent, reached
+
+
+def _passed(g):
+    return [r.passed for r in g.results]
+
+
+def _flags(g):
+    return [f for r in g.results for f in r.flags]
+
+
+def _feedback(attacked, student):
+    return (attacked[2] / "feedback" / f"{student}.md").read_text()
+
+
+@pytest.mark.slow
+@needs_bwrap
+@pytest.mark.parametrize(
+    "student, flag",
+    [
+        ("swap", "reads or writes the notebook's namespace (globals())"),
+        ("source", "runs code the source does not show (exec)"),
+        ("jsonforge", "changes an object's attribute at run time (setattr on json)"),
+    ],
+)
+def test_a_swapped_sourced_or_forged_reference_fails_and_is_flagged(attacked, student, flag):
+    g = attacked[0][student]
+    assert _passed(g) == [False]
+    assert any(f.startswith(flag) for f in _flags(g)), _flags(g)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_nothing_of_the_teachers_folder_is_there_to_copy(attacked):
+    assert _passed(attacked[0]["copier"]) == [False]  # its own wrong answer: it found no other to copy
+    assert _passed(attacked[0]["alice"]) == [True]
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_nothing_of_the_teachers_reaches_a_feedback_file_or_a_sheet(attacked):
+    graded, teacher, out, _ = attacked
+    assert _passed(graded["leak"]) == [True] and _passed(graded["environ"]) == [True]
+    assert "Cell" in _feedback(attacked, "leak") and "RuntimeError" in _feedback(attacked, "leak")  # it did raise
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert SECRET not in text, path
+            assert str(teacher) not in text, path  # no path of the teacher's folder (mountinfo, a walk, ...)
+    for student in ("leak", "environ"):
+        text = _feedback(attacked, student)
+        assert "alice@school.example" not in text and "lms_id" not in text, student  # no roster
+    assert "/proc/self/mountinfo" not in _feedback(attacked, "leak") and "tl-lib-" in _feedback(attacked, "leak")
+    assert str(ROOT) not in _feedback(attacked, "leak")  # not even the repository the grader's venv lives in
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_resources_are_limited_and_the_note_says_which(attacked):
+    graded, _, out, _ = attacked
+    for student, limit in (("memory", "memory"), ("fork", "processes"), ("flood", "output"), ("flood", "file size")):
+        g = graded[student]
+        assert _passed(g) == [True, True, True], (student, g.results)  # graded on what finished
+        assert any(n.startswith(f"Hit the limit on {limit}") for n in g.notes), (student, g.notes)
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert size < 2_000_000, size  # 200 MB written through every descriptor: none of it reached the grader's disk
+    with open(out / "grades.csv", encoding="utf-8") as f:
+        notes = {r["student"]: r["note"] for r in csv.DictReader(f) if r["assignment"] == "04_masks"}
+    assert "Hit the limit on memory" in notes["memory"] and "Hit the limit on processes" in notes["fork"]
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_the_machine_is_out_of_reach(attacked):
+    graded, _, _, reached = attacked
+    assert _passed(graded["sysfs"]) == [True, True, True]  # no write to /proc/sys or /sys went through
+    assert _passed(graded["network"]) == [True] and reached == []  # no connection to the grader's machine
+    assert _passed(graded["libwrite"]) == [True]  # the library it imports is read-only
+    assert not any("changed the grader's copy" in n for g in graded.values() for n in g.notes)
+    assert _passed(graded["killall"]) == [True, True, True]  # it reached no process of the grader's
+    assert all(g.results for g in graded.values())  # and the grader graded every other notebook after it
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_kernel_past_its_cpu_time_is_killed_and_the_note_says_so(tmp_path):
+    nb = solved("04_masks")
+    nb.cells.insert(4, nbformat.v4.new_code_cell("while True:\n    pass"))
+    nbformat.write(nb, tmp_path / "04_masks.ipynb")
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "cpu", cell_timeout=30, limits=sandbox.Limits(cpu_seconds=3))
+    assert [r.passed for r in g.results] == [True, True, True]  # graded in a fresh kernel without that cell
+    assert any(n.startswith("Hit the limit on CPU time (3 s)") for n in g.notes), g.notes

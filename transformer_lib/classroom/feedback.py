@@ -1,0 +1,68 @@
+"""One markdown feedback file per student: each exercise's result and points, and for each failure what failed,
+the parts passed of a partly right answer, the hints, and the problems met while running the notebook."""
+
+from __future__ import annotations
+
+import re
+
+from .registry import ASSIGNMENTS
+from .results import GradedNotebook
+from .tables import _number, exercise_rows
+
+__all__ = ["feedback_markdown", "feedback_file_name"]
+
+
+def feedback_file_name(student: str) -> str:
+    """A student's name as a file name in the feedback folder (no separators, no leading dot)."""
+    return re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", student).lstrip(". ") or "_"
+
+
+def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
+    """One student's feedback: a table of results and points, then for each failure what failed, the hints, and
+    the problems met while running each notebook (and any files that were not graded)."""
+    rows = exercise_rows(graded)
+    lines = [f"# Feedback for {student}", "", "| Assignment | Exercise | Result | Points |", "|---|---|---|---|"]
+    for r in rows:
+        optional = " (optional)" if r["optional"] else ""
+        lines.append(
+            f"| {r['assignment']} | {r['exercise']}{optional} | {'PASS' if r['passed'] else 'FAIL'} | "
+            f"{r['points']}/{r['max_points']} |"
+        )
+    for g in graded:
+        passed = sum(r.passed for r in g.results)
+        mine = [r for r in rows if r["assignment"] == g.assignment and r["student"] == g.student]
+        required = _number(sum(r["points"] for r in mine if not r["optional"]))
+        extra = _number(sum(r["points"] for r in mine if r["optional"]))
+        maximum = ASSIGNMENTS[g.assignment].max_points if g.assignment in ASSIGNMENTS else 0
+        bonus = f", plus {extra} extra for the optional extension" if extra else ""
+        lines += [
+            "",
+            f"## {g.assignment}: {passed} of {len(g.results)} exercises pass "
+            f"({required} of {_number(maximum)} points{bonus})",
+            "",
+        ]
+        if getattr(g, "file_name", ""):
+            lines += [f"Graded file: `{g.file_name}`", ""]
+        for note in getattr(g, "notes", []):
+            lines += [f"*{note}*", ""]
+        for result in g.results:
+            lines += [f"### {result.exercise}: {'PASS' if result.passed else 'FAIL'}", "", result.summary, ""]
+            if not result.passed:
+                if result.parts:
+                    passed_parts = ", ".join(f"{p} {'PASS' if ok else 'FAIL'}" for p, ok in result.parts.items())
+                    lines += [f"Parts (partial credit): {passed_parts}.", ""]
+                if result.details:
+                    lines += ["```text", result.details, "```", ""]
+                if result.hints:
+                    lines += [f"**Hint:** {result.hints[0]}", ""]
+                for level, hint in enumerate(result.hints[1:], start=2):
+                    lines += [f"<details><summary>Hint {level}</summary>", "", hint, "", "</details>", ""]
+        if g.problems:
+            lines += [
+                "### Problems with your notebook",
+                "",
+                "Cells are numbered from the top, markdown cells included.",
+                "",
+            ]
+            lines += [f"- {p}" for p in g.problems] + [""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,213 @@
+"""The library a kernel imports (:class:`LibraryCopy`), and why the reference is not in the room: the copy of
+``transformer_lib`` a kernel imports for an assignment has no working version of what that assignment asks the
+student to write.
+
+:data:`REMOVED` names, per assignment, the library's functions (and the checks' own catalogue functions, which
+compute the right answer next to the wrong ones) that do what the assignment's exercises do. :class:`Stubs`
+rewrites their source in a :class:`~transformer_lib.classroom.sandbox.LibraryCopy`: each becomes a stub, so that
+``inspect.getsource`` shows the stub, and calling it raises :class:`ReferenceRemoved` with a sentence that says why.
+Everything else stays (``tl.scaled_dot_product_attention`` stays for the multi-head assignment, which builds on it).
+
+A check recorded in the kernel (:mod:`.checks.record`) still runs its comparisons there, but its verdict is thrown
+away: only what the student's code returned matters, and the grader replays the check against the real reference.
+So, *while a recording runs*, a stub answers with the value the student's code returned last (what makes the
+recording go on to the next input as it would for a right answer); the student's own code gets nothing out of that
+but its own answers. A forged recording then needs the right outputs, which is solving the exercise.
+
+What stays in the room: PyTorch (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``), and the library's
+classes that the rest of the library is built from (``tl.MultiHeadAttention`` for assignment 5, ``tl.DecoderLayer``
+for assignment 6; ``tl.Vocab`` and the vocabulary the check of ``build_vocab`` compares with, from which the
+check of ``encode`` makes its inputs): using those is flagged by :mod:`.integrity`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import shutil
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LibraryCopy", "REMOVED", "Stubs", "stubs_for", "REMOVED_ERROR"]
+
+_LIBRARY = Path(__file__).resolve().parents[1]  # the transformer_lib package folder
+
+REMOVED_ERROR = "ReferenceRemoved"
+# assignment -> (file in the package, function or Class.method, how the student knows it, what a recording gets)
+REMOVED: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    "01_tokenizer": (("tokenization/padding.py", "pad_batch", "tl.tokenization.pad_batch", "value"),),
+    "02_positional_encoding": (
+        ("embeddings.py", "sinusoidal_encoding", "tl.sinusoidal_encoding", "value"),
+        ("classroom/checks/positions.py", "_pe_variant", "the check's encodings", "value"),
+    ),
+    "03_attention": (
+        ("attention.py", "scaled_dot_product_attention", "tl.scaled_dot_product_attention", "value"),
+        ("classroom/checks/attention.py", "_attention_variant", "the check's attention variants", "value"),
+    ),
+    "04_masks": (
+        ("masks.py", "padding_mask", "tl.padding_mask", "value"),
+        ("masks.py", "causal_mask", "tl.causal_mask", "value"),
+        ("masks.py", "decoder_mask", "tl.decoder_mask", "value"),
+    ),
+    "05_multi_head_attention": (
+        ("classroom/checks/multi_head.py", "_mha_variant", "the check's multi-head variants", "value"),
+    ),
+    "06_decoder": (
+        ("decoding.py", "greedy_decode", "tl.greedy_decode", "value"),
+        ("decoding.py", "beam_search", "tl.beam_search", "hypotheses"),
+        ("decoding.py", "_beam_one", "tl.decoding._beam_one", "value"),
+        ("classroom/checks/decoder.py", "_greedy_variant", "the check's decoding variants", "value"),
+        ("classroom/checks/decoder.py", "_beam_variant", "the check's beam-search variants", "value"),
+        ("classroom/checks/decoder.py", "_decoder_variant", "the check's decoder-layer variants", "value"),
+    ),
+}
+
+_HELPER = '''"""What a removed reference does: written by transformer_lib.classroom.stubs into the grader's copy."""
+
+
+class ReferenceRemoved(RuntimeError):
+    """A reference that the grader's copy of the library leaves out while an assignment that asks for it is graded."""
+
+
+def removed(name, assignment, answer):
+    """Raise ReferenceRemoved; while the grader records a check, answer with what the student's code returned last."""
+    from transformer_lib.classroom.checks.record import last_recorded_value
+
+    try:
+        value = last_recorded_value()
+    except LookupError:
+        raise ReferenceRemoved(
+            f"{name} is not available while assignment {assignment} is graded: it does what the assignment asks "
+            "you to write, so the grader's copy of transformer_lib leaves it out. Use your own code."
+        ) from None
+    if answer == "hypotheses":  # beam_search's shape: [[Hypothesis]] for one source
+        import types
+
+        import torch
+
+        return [[types.SimpleNamespace(tokens=torch.as_tensor(value))]]
+    return value
+'''
+
+
+def _stub(node: ast.FunctionDef | ast.AsyncFunctionDef, indent: str, shown: str, assignment: str, answer: str) -> str:
+    first = "cls, " if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list) else ""
+    first = "self, " if not first and indent and not node.decorator_list else first
+    lines = [
+        f"def {node.name}({first}*args, **kwargs):",
+        f'    """Left out of the grader\'s copy of transformer_lib while assignment {assignment} is graded: {shown} '
+        'does what the assignment asks for."""',
+        "    from transformer_lib._removed import removed",
+        "",
+        f"    return removed({shown!r}, {assignment!r}, {answer!r})",
+    ]
+    return "".join(indent + line + "\n" if line else "\n" for line in lines)
+
+
+@dataclass(frozen=True)
+class Stubs:
+    """The stubs of one assignment (see :data:`REMOVED`)."""
+
+    assignment: str
+
+    def apply(self, package: Path) -> None:
+        """Rewrite the copied package folder ``package`` in place."""
+        by_file: dict[str, list[tuple[str, str, str]]] = {}
+        for file, name, shown, answer in REMOVED[self.assignment]:
+            by_file.setdefault(file, []).append((name, shown, answer))
+        (package / "_removed.py").write_text(_HELPER)
+        for file, names in by_file.items():
+            path = package / file
+            source = path.read_text()
+            lines = source.splitlines(keepends=True)
+            edits = []
+            for name, shown, answer in names:
+                node, indent = _find(ast.parse(source), name, lines)
+                edits.append(
+                    (node.lineno, node.end_lineno or node.lineno, _stub(node, indent, shown, self.assignment, answer))
+                )
+            for start, end, text in sorted(edits, reverse=True):  # the decorators stay
+                lines[start - 1 : end] = [text]
+            path.write_text("".join(lines))
+
+
+def _find(tree: ast.Module, name: str, lines: list[str]) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]:
+    """The definition of ``name`` (``f`` or ``Class.method``) in ``tree``, and its indentation."""
+    body: list[ast.stmt] = tree.body
+    *owners, last = name.split(".")
+    for owner in owners:
+        body = next(n.body for n in body if isinstance(n, ast.ClassDef) and n.name == owner)
+    node = next(n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == last)
+    line = lines[node.lineno - 1]
+    return node, line[: len(line) - len(line.lstrip())]
+
+
+def stubs_for(assignment: str) -> Stubs | None:
+    """The stubs for ``assignment`` (an id such as ``"03_attention"``), or None if it removes nothing."""
+    return Stubs(assignment) if assignment in REMOVED else None
+
+
+class LibraryCopy:
+    """``transformer_lib`` copied into a temporary folder (``parent`` goes on a kernel's ``PYTHONPATH``), read-only,
+    and checked by hash: :meth:`verify` copies it again if anything changed it. ``stubs`` (:class:`Stubs`) replaces
+    the reference of what an assignment asks for in the copy."""
+
+    def __init__(self, source: Path = _LIBRARY, stubs: Stubs | None = None) -> None:
+        self.source = Path(source)
+        self.stubs = stubs
+        self.parent = Path(tempfile.mkdtemp(prefix="tl-lib-"))
+        self.parent.chmod(0o755)  # a kernel runs as a user of its own
+        self.copies = 0
+        self._lock = threading.Lock()  # notebooks graded in parallel threads verify the same copy
+        self._copy()
+
+    @property
+    def path(self) -> Path:
+        """The copied package folder (``parent / "transformer_lib"``)."""
+        return self.parent / self.source.name
+
+    def _copy(self) -> None:
+        if self.path.exists():
+            _make_writable(self.path)
+            shutil.rmtree(self.path)
+        shutil.copytree(self.source, self.path, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if self.stubs is not None:
+            self.stubs.apply(self.path)
+        for p in sorted(self.path.rglob("*"), reverse=True) + [self.path]:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        self.digest = self._digest()
+        self.copies += 1
+
+    def _digest(self) -> str:
+        h = hashlib.sha256()
+        for p in sorted(self.path.rglob("*")):
+            h.update(str(p.relative_to(self.path)).encode() + b"\0")
+            if p.is_file() and not p.is_symlink():
+                h.update(hashlib.sha256(p.read_bytes()).digest())
+            h.update(oct(p.lstat().st_mode).encode())
+        return h.hexdigest()
+
+    def verify(self) -> bool:
+        """True if the copy is unchanged; otherwise it is copied afresh and False is returned."""
+        with self._lock:
+            if self._digest() == self.digest:
+                return True
+            self._copy()
+            return False
+
+    def close(self) -> None:
+        """Remove the copy (``contextlib.closing`` calls this)."""
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        _make_writable(self.parent)
+        shutil.rmtree(self.parent, ignore_errors=True)
+
+
+def _make_writable(folder: Path) -> None:
+    for p in [folder, *folder.rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)

@@ -127,6 +127,7 @@ __all__ = [
     # checkpoints
     "save_checkpoint",
     "load_checkpoint",
+    "average_state_dicts",
     "CheckpointError",
     "__version__",
 ]

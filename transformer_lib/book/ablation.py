@@ -315,7 +315,7 @@ def summary(result: dict, steps: Sequence[int], baseline: str = "recipe") -> lis
             values = at_step(result, name, step)
             row[f"step {step}"] = f"{values.mean():.3f} ± {values.std(ddof=1) if len(values) > 1 else 0:.3f}"
         diff = at_step(result, name, steps[-1]) - base
-        row[f"vs {baseline}, per seed"] = f"{diff.min():+.3f} … {diff.max():+.3f}"
+        row[f"vs {baseline}, per seed"] = "" if name == baseline else f"{diff.min():+.3f} … {diff.max():+.3f}"
         row["separated"] = name != baseline and bool((diff > 0).all() or (diff < 0).all())
         rows.append(row)
     return rows

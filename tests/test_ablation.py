@@ -185,6 +185,19 @@ def test_at_step_and_summary_read_the_seeds(tiny_result):
         ablation.at_step(result, "recipe", 6, "accuracy")
 
 
+def test_summary_separates_only_when_every_seed_agrees():
+    """Three seeds: "better" is lower than the recipe in every seed, "mixed" in two of three (not separated)."""
+
+    def runs(*losses):
+        return [{"heldout_steps": [10], "heldout_loss": [x]} for x in losses]
+
+    result = {"runs": {"recipe": runs(1.0, 2.0, 3.0), "better": runs(0.9, 1.8, 2.9), "mixed": runs(0.9, 2.1, 2.5)}}
+    rows = {row["variant"]: row for row in ablation.summary(result, [10])}
+    assert [rows[n]["separated"] for n in ("recipe", "better", "mixed")] == [False, True, False]
+    assert rows["mixed"]["vs recipe, per seed"] == "-0.500 … +0.100" and rows["recipe"]["vs recipe, per seed"] == ""
+    assert rows["better"]["step 10"] == "1.867 ± 1.002"
+
+
 def test_figure_draws_every_variant_in_three_panels(tiny_result):
     fig = ablation.ablation_figure(json.loads(tiny_result[1].read_text()))
     assert len(fig.data) == 2 * 3 * 3  # variants x panels x (upper band, lower band, mean)

@@ -360,6 +360,7 @@ def ablation_figure(result: dict, *, height: int = 440):
         height=height,
         hovermode="x unified",
         legend=dict(orientation="h", y=-0.25),
+        margin=dict(t=90),
     )
     return fig
 

@@ -322,7 +322,7 @@ def summary(result: dict, steps: Sequence[int], baseline: str = "recipe") -> lis
 
 
 def ablation_figure(result: dict, *, height: int = 440):
-    """Training loss, held-out loss and gradient norm (before clipping) of every variant: the mean over seeds as
+    """Training loss, held-out loss and gradient norm (before clipping; a dotted line at 1) of every variant: the mean over seeds as
     a line and the range of the seeds as a band (click a legend entry to hide a variant)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -330,7 +330,7 @@ def ablation_figure(result: dict, *, height: int = 440):
     fig = make_subplots(
         rows=1,
         cols=3,
-        subplot_titles=("training loss (smoothed labels)", "held-out cross-entropy", "gradient norm before clipping"),
+        subplot_titles=("training loss", "held-out loss", "gradient norm"),
         horizontal_spacing=0.07,
     )
     bin_size = result["config"]["bin_size"]
@@ -344,19 +344,28 @@ def ablation_figure(result: dict, *, height: int = 440):
         ):
             values = np.array([r[key] for r in runs])  # (seeds, points)
             low, high = values.min(0).round(4), values.max(0).round(4)
-            band = dict(legendgroup=name, showlegend=False, hoverinfo="skip", line=dict(width=0, color=color))
+            band = dict(
+                legendgroup=name, showlegend=False, hoverinfo="skip", mode="lines", line=dict(width=0, color=color)
+            )
             fig.add_trace(go.Scatter(x=x, y=high, **band), row=1, col=col)
             fig.add_trace(go.Scatter(x=x, y=low, fill="tonexty", opacity=0.2, **band), row=1, col=col)
             mean = go.Scatter(
-                x=x, y=values.mean(0).round(4), name=name, legendgroup=name, showlegend=col == 1, line_color=color
+                x=x,
+                y=values.mean(0).round(4),
+                name=name,
+                legendgroup=name,
+                showlegend=col == 1,
+                line_color=color,
+                mode="lines",
             )
             fig.add_trace(mean, row=1, col=col)
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey", row=1, col=3)  # the clipping threshold
     fig.update_xaxes(title_text="step")
-    fig.update_yaxes(type="log", exponentformat="power")
+    for col, ticks in ((1, [1, 1.5, 2, 3, 4, 5]), (2, [0.1, 0.2, 0.5, 1, 2, 5])):  # losses on log axes
+        fig.update_yaxes(type="log", tickvals=ticks, ticktext=[str(t) for t in ticks], row=1, col=col)
     n = len(result["config"]["seeds"])
     fig.update_layout(
-        title=f"Chapter 7's recipe, one choice changed at a time ({n} seeds: mean and range)",
+        title=f"One choice changed at a time ({n} seeds: mean and range)",
         height=height,
         hovermode="x unified",
         legend=dict(orientation="h", y=-0.25),

@@ -322,8 +322,8 @@ def summary(result: dict, steps: Sequence[int], baseline: str = "recipe") -> lis
 
 
 def ablation_figure(result: dict, *, height: int = 440):
-    """Training loss, held-out loss and gradient norm (before clipping; a dotted line at 1) of every variant: the mean over seeds as
-    a line and the range of the seeds as a band (click a legend entry to hide a variant)."""
+    """Training loss, held-out loss and gradient norm (before clipping; a dotted line at 1) of every variant: the
+    mean over seeds as a line and the range of the seeds as a band (click a legend entry to hide a variant)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

@@ -5,17 +5,19 @@ The numbers chapter 8 shows were written by::
 
     nice python -m transformer_lib.book.ablation --out book/checkpoints/ablation.json
 
-(about 8 minutes on one CPU core: the JSON records the command, the total and each run's time). Every run trains chapter 7's
-model on chapter 7's data (the corpus of ``TranslationRecipe().seed``) for the first ``max_steps`` steps of the
-recipe's schedule; a run's ``seed`` sets the initial weights, the dropout masks and the order of the batches, so
-the recipe's run with seed 0 begins exactly as the run that wrote ``book/checkpoints/translation.safetensors``.
+(about 8 minutes on one CPU core: the JSON records the command, the total and each run's time). Every run trains
+chapter 7's model on chapter 7's data (the corpus of ``TranslationRecipe().seed``): the ablation's runs for the first
+``max_steps`` steps of the recipe's schedule, the averaging runs for all of it. A run's ``seed`` sets the initial
+weights, the dropout masks and the order of the batches, so the recipe's run with seed 0 begins exactly as the run
+that wrote ``book/checkpoints/translation.safetensors`` (an earlier version of the library wrote it, and the two
+do not end on identical weights).
 
-* :class:`Variant` — what one run changes: warm-up on or off, Adam's β2, gradient clipping on or off, and
-  dropout where Tensor2Tensor's paper-era ``transformer_base_v1`` puts it.
+* :class:`Variant` — what one run changes: warm-up on or off, Adam's β2, gradient clipping on or off, or dropout
+  where Tensor2Tensor's paper-era ``transformer_base_v1`` puts it (:func:`v1_dropout`; not in the default set).
 * :func:`train_variant` — one run: training loss, gradient norms before clipping, held-out loss every
   ``eval_every`` steps, and what averaging the last snapshots gives.
-* :func:`run_ablation` — every variant and seed, as one JSON-ready dict; :func:`at_step` and :func:`summary`
-  read it; :func:`ablation_figure` draws it.
+* :func:`run_ablation` — every variant and seed, then the averaging runs, as one JSON-ready dict; :func:`at_step`
+  and :func:`summary` read it; :func:`ablation_figure` draws it.
 """
 
 from __future__ import annotations

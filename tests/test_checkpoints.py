@@ -68,3 +68,32 @@ def test_foreign_safetensors_file_is_rejected(tmp_path):
     save_file({"w": torch.zeros(2)}, str(tmp_path / "x.safetensors"))
     with pytest.raises(tl.CheckpointError, match="was not written by transformer_lib.save_checkpoint"):
         tl.load_checkpoint(tmp_path / "x.safetensors")
+
+
+def test_average_state_dicts_is_the_elementwise_mean():
+    torch.manual_seed(0)
+    a = tl.Transformer(tl.TransformerConfig(**CFG)).state_dict()
+    b = {k: v + 1.0 if v.is_floating_point() else v for k, v in a.items()}
+    c = {k: v * 3.0 for k, v in a.items()}
+    mean = tl.average_state_dicts([a, b, c])
+    assert mean.keys() == a.keys()
+    key = "encoder.layers.0.ff.linear1.weight"
+    assert torch.allclose(mean[key], (a[key] + b[key] + c[key]) / 3, atol=1e-6)
+    same = tl.average_state_dicts([a, a])
+    assert all(torch.allclose(same[k], a[k]) for k in a)  # averaging copies of one model changes nothing
+    steps = {"w": torch.ones(2, dtype=torch.float16), "count": torch.tensor(7)}
+    later = {"w": torch.full((2,), 3.0, dtype=torch.float16), "count": torch.tensor(9)}
+    out = tl.average_state_dicts([steps, later])
+    assert out["w"].dtype == torch.float16 and out["w"].tolist() == [2.0, 2.0] and int(out["count"]) == 9
+
+
+def test_average_state_dicts_rejects_mismatched_states():
+    w = {"w": torch.zeros(2)}
+    with pytest.raises(ValueError, match="states: expected a non-empty sequence"):
+        tl.average_state_dicts([])
+    with pytest.raises(ValueError, match="states: expected a non-empty sequence"):
+        tl.average_state_dicts(w)  # one state dict, not a list of them
+    with pytest.raises(ValueError, match=r"states\[0\]: expected the keys"):
+        tl.average_state_dicts([{"v": torch.zeros(2)}, w])
+    with pytest.raises(ValueError, match=r"states\[0\]: expected the shapes.*'w'"):
+        tl.average_state_dicts([{"w": torch.zeros(3)}, w])

@@ -78,3 +78,47 @@ def test_exact_matches_cuts_after_eos_and_counts_whole_sequences():
     assert tl.training.exact_matches(outputs, references, eos) == 2  # rows 0 and 3; row 2 never ended
     with pytest.raises(ValueError, match="outputs, references"):
         tl.training.exact_matches(outputs, references[:2], eos)
+
+
+def _tiny_copy_model_and_loader():
+    tl.seed_everything(0)
+    pairs = data.make_task("copy", 64, min_len=2, max_len=4, n_symbols=5, seed=0)
+    vocab = data.task_vocab_size(5)
+    cfg = tl.TransformerConfig(
+        vocab, vocab, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, dropout=0.0
+    )
+    return tl.Transformer(cfg), data.make_loader(pairs, 16, seed=0)
+
+
+def _tiny_copy_run(**kwargs):
+    model, loader = _tiny_copy_model_and_loader()
+    return model, tl.train(model, loader, max_steps=4, progress=False, **kwargs)
+
+
+def test_train_records_the_gradient_norm_before_clipping():
+    """grad_norm is the global norm before clipping: the same at step 1 with and without a limit, equal to the norm
+    computed by hand, while a tiny limit changes every later step."""
+    _, free = _tiny_copy_run(clip_norm=None)
+    _, clipped = _tiny_copy_run(clip_norm=1e-3)
+    assert len(free.grad_norm) == len(free.loss) == 4 and min(free.grad_norm) > 1e-3
+    assert clipped.grad_norm[0] == pytest.approx(free.grad_norm[0], rel=1e-6)  # same weights, same gradient
+    assert clipped.loss[1] != free.loss[1]  # the clipped first step moved the weights less
+    model, loader = _tiny_copy_model_and_loader()
+    batch = next(iter(loader))  # the first batch of the runs above
+    tl.sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out).backward()
+    by_hand = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
+    assert free.grad_norm[0] == pytest.approx(float(by_hand), rel=1e-5)
+    with pytest.raises(ValueError, match="clip_norm"):
+        _tiny_copy_run(clip_norm=0.0)
+
+
+def test_train_calls_on_step_after_every_step_and_restores_training_mode():
+    seen = []
+
+    def on_step(step, model):
+        seen.append((step, model.training))
+        model.eval()  # train() must switch it back
+
+    model, history = _tiny_copy_run(on_step=on_step)
+    assert seen == [(1, True), (2, True), (3, True), (4, True)]
+    assert len(history.loss) == 4 and not model.training  # train() leaves the model in eval mode when done

@@ -31,7 +31,7 @@ from . import (
     validation,
 )
 from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from .checkpoints import CheckpointError, average_state_dicts, load_checkpoint, save_checkpoint
 from .decoding import Hypothesis, beam_search, greedy_decode, sample, sampling_distribution
 from .device import get_device, seed_everything
 from .embeddings import (
@@ -127,6 +127,7 @@ __all__ = [
     # checkpoints
     "save_checkpoint",
     "load_checkpoint",
+    "average_state_dicts",
     "CheckpointError",
     "__version__",
 ]

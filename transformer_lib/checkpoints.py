@@ -1,4 +1,5 @@
-"""Saving and loading models without pickle: weights in safetensors, the config as JSON metadata.
+"""Saving and loading models without pickle: weights in safetensors, the config as JSON metadata; and averaging
+the weights of several snapshots of one run (the paper's checkpoint averaging, §6.1).
 
 ``load_checkpoint`` never unpickles anything, so a checkpoint from a stranger cannot run code. It raises
 :class:`CheckpointError` with a readable message for a missing file, a corrupted file, or weights that do not
@@ -8,17 +9,18 @@ match the config.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, overload
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
-from torch import nn
+from torch import Tensor, nn
 
 from .models import DecoderOnlyModel, EncoderOnlyModel, Transformer, TransformerConfig
 
-__all__ = ["save_checkpoint", "load_checkpoint", "CheckpointError"]
+__all__ = ["save_checkpoint", "load_checkpoint", "CheckpointError", "average_state_dicts"]
 
 _MODEL_CLASSES = {cls.__name__: cls for cls in (Transformer, EncoderOnlyModel, DecoderOnlyModel)}
 _FORMAT = "transformer_lib/1"
@@ -131,3 +133,35 @@ def _is_tied(model: nn.Module, key: str, state: dict) -> bool:
     params = dict(model.named_parameters(remove_duplicate=False))
     target = params.get(key)
     return target is not None and any(p is target and k in state for k, p in params.items())
+
+
+def average_state_dicts(states: Sequence[Mapping[str, Tensor]]) -> dict[str, Tensor]:
+    """The element-wise mean of several state dicts of one model, in float32 (cast back to each tensor's dtype).
+
+    The paper averages the last 5 checkpoints of the base model, written at 10-minute intervals, and the last 20
+    of the big one (§6.1). Averaging only makes sense for snapshots of *one* run: two independently trained models
+    put their features in different units, and their mean is no model at all. Non-float tensors (step counters)
+    are taken from the last state.
+    """
+    if isinstance(states, Mapping) or len(states) == 0:
+        raise ValueError(f"states: expected a non-empty sequence of state dicts, got {type(states).__name__}")
+    keys = list(states[-1])
+    for i, state in enumerate(states):
+        if list(state) != keys:
+            raise ValueError(f"states[{i}]: expected the keys of states[-1] ({len(keys)} keys), got other keys")
+        wrong = [k for k in keys if state[k].shape != states[-1][k].shape]
+        if wrong:
+            raise ValueError(
+                f"states[{i}]: expected the shapes of states[-1], got {tuple(state[wrong[0]].shape)} for {wrong[0]!r}"
+            )
+    average = {}
+    for key in keys:
+        last = states[-1][key]
+        if not last.is_floating_point():
+            average[key] = last.clone()
+            continue
+        total = torch.zeros_like(last, dtype=torch.float32)
+        for state in states:
+            total += state[key].to(torch.float32)
+        average[key] = (total / len(states)).to(last.dtype)
+    return average

@@ -8,6 +8,7 @@ causal mask, every position predicts its next token in parallel; the loss ignore
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sized
 from dataclasses import asdict, dataclass, field
@@ -106,11 +107,15 @@ def noam_schedule(
 
 @dataclass
 class History:
-    """Per-step training record: loss, token accuracy and learning rate; plus wall time."""
+    """Per-step training record: loss, token accuracy, learning rate and the gradient's norm; plus wall time.
+
+    ``grad_norm`` is the global L2 norm of all gradients *before* clipping: a step is clipped when it exceeds
+    ``clip_norm`` (chapter 8 counts how often that happens)."""
 
     loss: list[float] = field(default_factory=list)
     accuracy: list[float] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
+    grad_norm: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
@@ -144,6 +149,7 @@ def train(
     label_smoothing: float = 0.0,
     clip_norm: float | None = 1.0,
     step_fn: Callable | None = None,
+    on_step: Callable[[int, nn.Module], None] | None = None,
     device: torch.device | str | None = None,
     amp: bool = True,
     progress: bool = True,
@@ -153,12 +159,20 @@ def train(
 
     ``step_fn(model, batch, label_smoothing) -> (loss, logits, targets)`` defaults to the encoder-decoder loss
     (:func:`seq2seq_loss`); pass your own for other families. Batches are moved to ``device`` (default: where the
-    model is). Uses Adam with the paper's betas (0.9, 0.98) unless an optimizer is given, clips the gradient
-    norm, and runs under bfloat16 autocast on CUDA when ``amp``.
+    model is). Uses Adam with the paper's betas (0.9, 0.98) unless an optimizer is given, and runs under bfloat16
+    autocast on CUDA when ``amp``.
+
+    ``clip_norm``: the gradients are rescaled so that their global norm is at most this (``None``: never). The
+    paper mentions no clipping; the book clips at 1 as a safety net for its short runs without warm-up, and
+    chapter 8 measures what it changes. ``on_step(step, model)`` is called after every optimizer step (``step``
+    counts from 1), e.g. to evaluate or keep a snapshot; the model is put back in training mode after it. A
+    callback that draws random numbers changes the rest of the run.
     """
     check_positive("epochs", epochs)
     if max_steps is not None:
         check_positive("max_steps", max_steps)
+    if clip_norm is not None:
+        check_positive("clip_norm", clip_norm, integer=False)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     optimizer = optimizer or paper_adam(model.parameters(), lr)
     step_fn = step_fn or seq2seq_loss
@@ -175,8 +189,8 @@ def train(
                     loss, logits, targets = step_fn(model, batch, label_smoothing)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                if clip_norm is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+                # the norm before clipping; with no limit (inf), clip_grad_norm_ only measures it
+                norm = nn.utils.clip_grad_norm_(model.parameters(), math.inf if clip_norm is None else clip_norm)
                 optimizer.step()
                 if scheduler is not None:
                     scheduler.step()
@@ -184,7 +198,11 @@ def train(
                 history.loss.append(float(loss.detach()))
                 history.accuracy.append(correct / max(counted, 1))
                 history.lr.append(optimizer.param_groups[0]["lr"])
+                history.grad_norm.append(float(norm))
                 steps += 1
+                if on_step is not None:
+                    on_step(steps, model)
+                    model.train()
                 bar.update(1)
                 bar.set_postfix(loss=f"{history.loss[-1]:.3f}", acc=f"{history.accuracy[-1]:.2f}")
                 if max_steps is not None and steps >= max_steps:

@@ -454,7 +454,7 @@ def main(argv: list[str] | None = None) -> None:
         extra = {
             "command": command,
             "family": family,
-            "recipe": asdict(recipe),
+            "recipe": asdict(families),
             "scores": {"exact_match": run["exact_match"]},
             "seconds": round(run["seconds"], 1),
         }

@@ -187,6 +187,20 @@ def test_a_swapped_sourced_or_forged_reference_fails_and_is_flagged(attacked, st
 
 @pytest.mark.slow
 @needs_bwrap
+def test_the_librarys_own_multi_head_module_is_not_there_to_answer_assignment_5(attacked):
+    """split_heads through tl.MultiHeadAttention._split and the forward through tl.MultiHeadAttention with the
+    student's weights copied in: both are stubs in the kernel's library (10 of 10 before, flagged only)."""
+    g = attacked[0]["mhalib"]
+    assert [(r.exercise, r.passed) for r in g.results] == [
+        ("split_heads", False),
+        ("merge_heads", True),  # the student's own
+        ("multi_head_attention", False),
+    ]
+    assert any(f.startswith("uses the library's reference tl.MultiHeadAttention") for f in _flags(g)), _flags(g)
+
+
+@pytest.mark.slow
+@needs_bwrap
 def test_nothing_of_the_teachers_folder_is_there_to_copy(attacked):
     assert _passed(attacked[0]["copier"]) == [False]  # its own wrong answer: it found no other to copy
     assert _passed(attacked[0]["alice"]) == [True]

@@ -52,7 +52,9 @@ REMOVED: dict[str, tuple[tuple[str, str, str, str], ...]] = {
         ("masks.py", "causal_mask", "tl.causal_mask", "value"),
         ("masks.py", "decoder_mask", "tl.decoder_mask", "value"),
     ),
-    "05_multi_head_attention": (
+    "05_multi_head_attention": (  # the library's module splits, attends and merges as the assignment asks
+        ("attention.py", "MultiHeadAttention.forward", "tl.MultiHeadAttention", "value"),
+        ("attention.py", "MultiHeadAttention._split", "tl.MultiHeadAttention._split", "value"),
         ("classroom/checks/multi_head.py", "_mha_variant", "the check's multi-head variants", "value"),
     ),
     "06_decoder": (

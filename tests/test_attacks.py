@@ -201,6 +201,25 @@ def test_the_librarys_own_multi_head_module_is_not_there_to_answer_assignment_5(
 
 @pytest.mark.slow
 @needs_bwrap
+def test_the_books_package_is_not_in_the_room(attacked):
+    """The book's probes compute the sinusoidal table another way (PE(pos) = M_pos PE(0)): 10 of 10 before, flagged
+    only; the kernel's library copy has no transformer_lib.book (no assignment imports it)."""
+    g = attacked[0]["shiftpe"]
+    assert _passed(g) == [False]
+    assert "No module named 'transformer_lib.book'" in g.results[0].message
+
+
+def test_the_kernels_library_copy_leaves_the_book_out():
+    lib = sandbox.LibraryCopy(stubs=stubs.stubs_for("02_positional_encoding"))
+    try:
+        assert (lib.path / "classroom" / "checks").is_dir() and (lib.path / "embeddings.py").is_file()
+        assert not (lib.path / "book").exists() and not list(lib.path.rglob("*.pyc"))
+    finally:
+        lib.cleanup()
+
+
+@pytest.mark.slow
+@needs_bwrap
 def test_nothing_of_the_teachers_folder_is_there_to_copy(attacked):
     assert _passed(attacked[0]["copier"]) == [False]  # its own wrong answer: it found no other to copy
     assert _passed(attacked[0]["alice"]) == [True]

@@ -147,6 +147,9 @@ def _find(tree: ast.Module, name: str, lines: list[str]) -> tuple[ast.FunctionDe
     return node, line[: len(line) - len(line.lstrip())]
 
 
+_NOT_COPIED = ("book",)  # subpackages of transformer_lib that a kernel never gets (see LibraryCopy._leave_out)
+
+
 def stubs_for(assignment: str) -> Stubs | None:
     """The stubs for ``assignment`` (an id such as ``"03_attention"``), or None if it removes nothing."""
     return Stubs(assignment) if assignment in REMOVED else None
@@ -175,13 +178,22 @@ class LibraryCopy:
         if self.path.exists():
             _make_writable(self.path)
             shutil.rmtree(self.path)
-        shutil.copytree(self.source, self.path, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(self.source, self.path, ignore=self._leave_out)
         if self.stubs is not None:
             self.stubs.apply(self.path)
         for p in sorted(self.path.rglob("*"), reverse=True) + [self.path]:
             p.chmod(0o555 if p.is_dir() else 0o444)
         self.digest = self._digest()
         self.copies += 1
+
+    def _leave_out(self, folder: str, names: list[str]) -> set[str]:
+        """What the copy leaves out: compiled files, and the book's package (figures, probes, recipes), which no
+        assignment imports and which computes what several assignments ask for (a positional encoding from
+        ``probes.sinusoid_shift_matrix``, a masked softmax from ``diagnostics``)."""
+        left_out = {n for n in names if n == "__pycache__" or n.endswith(".pyc")}
+        if Path(folder) == self.source:
+            left_out |= {n for n in names if n in _NOT_COPIED}
+        return left_out
 
     def _digest(self) -> str:
         h = hashlib.sha256()

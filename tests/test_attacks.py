@@ -209,6 +209,19 @@ def test_the_books_package_is_not_in_the_room(attacked):
     assert "No module named 'transformer_lib.book'" in g.results[0].message
 
 
+@pytest.mark.slow
+@needs_bwrap
+def test_the_librarys_vocabulary_is_not_there_to_answer_assignment_1(attacked):
+    """build_vocab from tl.Vocab.build and encode from tl.Vocab.to_ids: 7 of 10 points before, not even flagged."""
+    g = attacked[0]["vocablib"]
+    assert [(r.exercise, r.passed) for r in g.results] == [
+        ("build_vocab", False),
+        ("encode", False),
+        ("pad_sequences", True),  # the student's own
+    ]
+    assert "tl.Vocab.build is not available while assignment 01_tokenizer is graded" in g.results[0].message
+
+
 def test_the_kernels_library_copy_leaves_the_book_out():
     lib = sandbox.LibraryCopy(stubs=stubs.stubs_for("02_positional_encoding"))
     try:

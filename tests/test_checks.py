@@ -756,3 +756,11 @@ def test_the_beam_variant_without_a_mistake_is_the_reference():
         model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks.decoder._SRC[row : row + 1]
         want = tl.beam_search(model, src, 8, 1, 2, beam_size=k, length_penalty=alpha)[0][0].tokens.tolist()
         assert checks.decoder._beam_variant(model, src, 8, k, alpha) == want
+
+
+def test_the_encode_checks_constant_vocabulary_is_the_librarys():
+    """check_encode hands encode a constant vocabulary (its inputs need no reference in the kernel): it must be the
+    one the library builds from the check's corpus."""
+    from transformer_lib.classroom.checks import tokenizer
+
+    assert tokenizer._CORPUS_VOCAB == tokenizer._reference_vocab(tokenizer._CORPUS)

@@ -58,8 +58,8 @@ What is not guarded against
 - A kernel is the student's: it can print any recording. A forged recording must carry the right *outputs* for the
   check's inputs, which the stubbed library no longer computes; PyTorch's own functions and the library classes
   that a later assignment's code runs on (``tl.DecoderLayer`` for assignment 6, whose decoding exercises run a
-  ``tl.Transformer``; ``tl.MultiHeadAttention`` outside assignment 5, ``tl.Vocab``) stay in the room, and using them
-  is only flagged.
+  ``tl.Transformer``; ``tl.MultiHeadAttention`` outside assignment 5, ``tl.Vocab`` outside assignment 1) stay in the
+  room, and using them is only flagged.
 - Source flags are a static reading: code assembled from strings at run time shows only as "dynamic code".
 - With ``--no-sandbox`` the kernel can read every file the grader's user can (other submissions included) and
   write the grader's files; a process that clears its environment escapes the clean-up.

@@ -14,10 +14,10 @@ So, *while a recording runs*, a stub answers with the value the student's code r
 recording go on to the next input as it would for a right answer); the student's own code gets nothing out of that
 but its own answers. A forged recording then needs the right outputs, which is solving the exercise.
 
-What stays in the room: PyTorch (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``), and the library's
-classes that the rest of the library is built from (``tl.MultiHeadAttention`` for assignment 5, ``tl.DecoderLayer``
-for assignment 6; ``tl.Vocab`` and the vocabulary the check of ``build_vocab`` compares with, from which the
-check of ``encode`` makes its inputs): using those is flagged by :mod:`.integrity`.
+The copy has no ``transformer_lib.book`` at all (no assignment imports it; its probes compute a positional encoding
+another way). What stays in the room: PyTorch (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``), and
+the library classes that a later assignment's code runs on (``tl.DecoderLayer`` for assignment 6, whose decoding
+exercises run a ``tl.Transformer``): using those is flagged by :mod:`.integrity`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,13 @@ _LIBRARY = Path(__file__).resolve().parents[1]  # the transformer_lib package fo
 REMOVED_ERROR = "ReferenceRemoved"
 # assignment -> (file in the package, function or Class.method, how the student knows it, what a recording gets)
 REMOVED: dict[str, tuple[tuple[str, str, str, str], ...]] = {
-    "01_tokenizer": (("tokenization/padding.py", "pad_batch", "tl.tokenization.pad_batch", "value"),),
+    "01_tokenizer": (
+        ("tokenization/padding.py", "pad_batch", "tl.tokenization.pad_batch", "value"),
+        ("tokenization/vocab.py", "Vocab.build", "tl.Vocab.build", "value"),  # counts, orders and numbers the words
+        ("tokenization/vocab.py", "Vocab.to_ids", "tl.Vocab.to_ids", "value"),  # words to ids, unknown to <unk>
+        ("classroom/checks/tokenizer.py", "_reference_vocab", "the check's vocabulary", "value"),
+        ("classroom/checks/tokenizer.py", "_reference_ids", "the check's ids", "value"),
+    ),
     "02_positional_encoding": (
         ("embeddings.py", "sinusoidal_encoding", "tl.sinusoidal_encoding", "value"),
         ("classroom/checks/positions.py", "_pe_variant", "the check's encodings", "value"),

@@ -15,9 +15,31 @@ from .core import _call, _check, _Fail
 _CORPUS = ["the cat sat on the mat", "the dog sat"]
 
 
+# The vocabulary of _CORPUS, the input check_encode hands to encode: a constant, so that the check's inputs need no
+# reference (the kernel's library copy has none while assignment 1 is graded); tests/test_checks.py compares it
+# with _reference_vocab(_CORPUS).
+_CORPUS_VOCAB = {
+    "<pad>": 0,
+    "<bos>": 1,
+    "<eos>": 2,
+    "<unk>": 3,
+    "the": 4,
+    "sat": 5,
+    "cat": 6,
+    "dog": 7,
+    "mat": 8,
+    "on": 9,
+}
+
+
 def _reference_vocab(texts: list[str], min_freq: int = 1) -> dict[str, int]:
     tokens = Vocab.build([t.split() for t in texts], min_freq=min_freq).tokens
     return {t: i for i, t in enumerate(tokens)}
+
+
+def _reference_ids(text: str, vocab: dict[str, int], add_special_tokens: bool) -> list[int]:
+    ids = Vocab(list(vocab)[len(SPECIAL_TOKENS) :]).to_ids(text.split())
+    return [BOS_ID, *ids, EOS_ID] if add_special_tokens else ids
 
 
 @_check("build_vocab")
@@ -86,7 +108,7 @@ def check_build_vocab(build_vocab: Callable) -> str:
 @_check("encode")
 def check_encode(encode: Callable) -> str:
     """Check ``encode(text, vocab, add_special_tokens=True) -> list[int]`` against the library's Vocab."""
-    vocab = _reference_vocab(_CORPUS)
+    vocab = _CORPUS_VOCAB
     cases = [("the cat sat", True), ("the dog sat on a mat", True), ("the cat", False), ("", True)]
     unk_hints = {
         KeyError: (
@@ -99,8 +121,7 @@ def check_encode(encode: Callable) -> str:
         got = _call(encode, text, dict(vocab), add_special_tokens=special, inputs=inputs, on_error=unk_hints)
         if isinstance(got, Tensor):
             got = got.tolist()
-        want = Vocab(list(vocab)[len(SPECIAL_TOKENS) :]).to_ids(text.split())
-        want = [BOS_ID, *want, EOS_ID] if special else want
+        want = _reference_ids(text, vocab, special)
         if not isinstance(got, (list, tuple)) or list(got) != want:
             got_list = list(got) if isinstance(got, (list, tuple)) else got
             details = f"Input: {inputs}\nExpected {want}\nGot      {got_list!r}"

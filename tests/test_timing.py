@@ -27,3 +27,9 @@ def test_timer_measures_a_block_on_the_cpu():
     with timing.Timer(torch.device("cpu")) as t:
         sum(range(1000))
     assert 0 <= t.seconds < 60
+
+
+def test_count_work_counts_flops_and_operator_calls():
+    a, b = torch.ones(2, 3), torch.ones(3, 4)
+    work = timing.count_work(lambda: (a @ b).relu())
+    assert work == {"flops": 2 * 2 * 3 * 4, "operator_calls": 2}  # one matmul (2·m·k·n FLOPs) and one relu

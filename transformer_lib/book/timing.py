@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
 
 from ..validation import check_positive
 
-__all__ = ["synchronize", "Timer", "time_call", "interleaved_times"]
+__all__ = ["synchronize", "Timer", "time_call", "interleaved_times", "count_work"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -87,3 +89,26 @@ def time_call(
             fn()
         seconds.append(t.seconds)
     return seconds
+
+
+class _CountCalls(TorchDispatchMode):
+    """Counts the operators dispatched to PyTorch's kernels (each pays the fixed cost of one call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_work(fn: Callable[[], object]) -> dict[str, int]:
+    """What ``fn()`` asks of the machine, counted rather than timed, so that no load can change it:
+    ``{"flops": matrix-product FLOPs (torch's FlopCounterMode, 2 per multiply-add), "operator_calls": operators
+    dispatched to a kernel}``. Runs ``fn`` twice, once under each counter."""
+    with FlopCounterMode(display=False) as flops:
+        fn()
+    with _CountCalls() as calls:
+        fn()
+    return {"flops": int(flops.get_total_flops()), "operator_calls": calls.calls}

@@ -29,6 +29,12 @@ SUBDIR = {"en": "", "zh_CN": "zh/"}  # where each site lives under _build/html
 TRANSLATED: tuple[str, ...] = (
     "book/bibliography",
     "book/assignments/index",
+    "book/assignments/01_tokenizer",
+    "book/assignments/02_positional_encoding",
+    "book/assignments/03_attention",
+    "book/assignments/04_masks",
+    "book/assignments/05_multi_head_attention",
+    "book/assignments/06_decoder",
     "book/intro",
 )
 

@@ -53,7 +53,7 @@ class PlotlyMystNbRenderer:
         renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
         renderer.add_js_file("plotly-theme", "plotly-theme.js", {})  # dark mode (book/_static/plotly-theme.js)
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
-        env = getattr(renderer.renderer, "sphinx_env", None)  # the Chinese site draws the labels in Chinese
+        env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)  # the Chinese site: labels in Chinese
         if env is not None and site_language(env.config) == "zh_CN":
             figure = translate_figure(figure, "zh")
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"

@@ -259,11 +259,29 @@ def _exercise_blocks(nb: nbformat.NotebookNode) -> dict[int, list[nbformat.Noteb
     return blocks
 
 
+# Pages whose exercises are getting their stated, asserted answers in parallel (issue #23): until they land, their
+# exercises need only a folded hint and a solution. Emptied when they do.
+ANSWERS_PENDING = {
+    "04_attention.ipynb",
+    "05_masks.ipynb",
+    "06_multi_head_attention.ipynb",
+    "06b_encoder_block.ipynb",
+    "07_cross_attention_and_decoding.ipynb",
+    "07b_kv_cache_loss_and_limits.ipynb",
+    "08_training.ipynb",
+    "appendix_performance.ipynb",
+    "appendix_pretrained.ipynb",
+    "appendix_notes_checked.ipynb",
+    "appendix_questions.ipynb",
+}
+
+
 @pytest.mark.parametrize("path", ENDING, ids=_ids(ENDING))
 def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
     """Every numbered chapter and appendix ends with a summary (its last section before the exercises and
-    references); every exercise has a folded hint and a solution: folded text, or a folded code cell that runs and
-    asserts (``hide-cell``, so that its output does not give the answer away either)."""
+    references); every exercise has a folded hint and a stated, checked answer: a folded solution whose text states
+    the result with its number, and after it a ``# Solution to exercise N`` code cell that runs the experiment and
+    asserts that result (``hide-cell``, so that its output does not give the answer away either)."""
     nb = _read(path)
     headings = [h.strip() for c in nb.cells if c.cell_type == "markdown" for h in HEADING.findall(c.source)]
     body = [h for h in headings if h not in ("Exercises", "References")]
@@ -283,10 +301,22 @@ def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
         if not re.search(FOLD.format(title="Hint"), prose, re.MULTILINE):
             problems.append(f"exercise {number}: no folded hint ('<details>' with '<summary>Hint</summary>')")
         code = [c for c in cells if c.cell_type == "code" and c.source.startswith("# Solution")]
-        if not re.search(FOLD.format(title="Solution"), prose, re.MULTILINE) and not code:
-            problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
+        stated = re.search(FOLD.format(title="Solution") + r"(.*?)^</details>", prose, re.MULTILINE | re.DOTALL)
+        pending = path.name in ANSWERS_PENDING
+        if pending:
+            if not stated and not code:
+                problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
+        elif not stated:
+            problems.append(f"exercise {number}: no folded solution ('<details>' with '<summary>Solution</summary>')")
+        elif not re.search(r"\d", stated.group(1)):
+            problems.append(f"exercise {number}: its solution states no result with a number")
+        if not pending and not any(re.match(rf"# Solution to exercise {number}\b", c.source) for c in code):
+            problems.append(
+                f"exercise {number}: no '# Solution to exercise {number}' cell that runs the experiment and asserts "
+                "the stated result"
+            )
         for c in code:
-            if not {"hide-cell", "hide-input"} & set(c.metadata.get("tags", [])) or not any(
+            if "hide-cell" not in c.metadata.get("tags", []) or not any(
                 isinstance(n, ast.Assert) for n in ast.walk(_parse(c.source))
             ):
                 problems.append(f"exercise {number}: its solution cell must be folded (hide-cell) and assert")

@@ -259,23 +259,6 @@ def _exercise_blocks(nb: nbformat.NotebookNode) -> dict[int, list[nbformat.Noteb
     return blocks
 
 
-# Pages whose exercises are getting their stated, asserted answers in parallel (issue #23): until they land, their
-# exercises need only a folded hint and a solution. Emptied when they do.
-ANSWERS_PENDING = {
-    "04_attention.ipynb",
-    "05_masks.ipynb",
-    "06_multi_head_attention.ipynb",
-    "06b_encoder_block.ipynb",
-    "07_cross_attention_and_decoding.ipynb",
-    "07b_kv_cache_loss_and_limits.ipynb",
-    "08_training.ipynb",
-    "appendix_performance.ipynb",
-    "appendix_pretrained.ipynb",
-    "appendix_notes_checked.ipynb",
-    "appendix_questions.ipynb",
-}
-
-
 @pytest.mark.parametrize("path", ENDING, ids=_ids(ENDING))
 def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
     """Every numbered chapter and appendix ends with a summary (its last section before the exercises and
@@ -302,15 +285,11 @@ def test_chapter_ends_with_a_summary_and_folded_exercises(path: Path) -> None:
             problems.append(f"exercise {number}: no folded hint ('<details>' with '<summary>Hint</summary>')")
         code = [c for c in cells if c.cell_type == "code" and c.source.startswith("# Solution")]
         stated = re.search(FOLD.format(title="Solution") + r"(.*?)^</details>", prose, re.MULTILINE | re.DOTALL)
-        pending = path.name in ANSWERS_PENDING
-        if pending:
-            if not stated and not code:
-                problems.append(f"exercise {number}: no solution (a folded 'Solution' or a '# Solution' code cell)")
-        elif not stated:
+        if not stated:
             problems.append(f"exercise {number}: no folded solution ('<details>' with '<summary>Solution</summary>')")
         elif not re.search(r"\d", stated.group(1)):
             problems.append(f"exercise {number}: its solution states no result with a number")
-        if not pending and not any(re.match(rf"# Solution to exercise {number}\b", c.source) for c in code):
+        if not any(re.match(rf"# Solution to exercise {number}\b", c.source) for c in code):
             problems.append(
                 f"exercise {number}: no '# Solution to exercise {number}' cell that runs the experiment and asserts "
                 "the stated result"

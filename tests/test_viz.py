@@ -243,3 +243,22 @@ def test_import_sets_the_book_template_and_no_inlining_renderer() -> None:
 def test_log_axes_use_powers_of_ten_not_si_prefixes() -> None:
     fig = viz.line_plot([1, 2, 3], {"a": [1e-6, 1e-3, 1.0]}, log_x=True, log_y=True)
     assert fig.layout.yaxis.exponentformat == "power" and fig.layout.xaxis.exponentformat == "power"
+
+
+def test_drawing_functions_say_what_their_figure_shows():
+    """Each figure's text alternative (layout.meta.alt, the website's aria-label) comes from its drawing function,
+    with the facts a reader who cannot see it needs: the kind, the title, the axes and the range of the values."""
+    import transformer_lib as tl
+    from transformer_lib.book import diagrams, site
+
+    fig = viz.heatmap(np.array([[0.0, 0.5], [0.25, 1.0]]), ["a", "b"], ["x", "y"], title="T", x_title="key")
+    assert fig.layout.meta["alt"] == "Heat map: T. 2 rows by 2 columns (key), values from 0 to 1."
+    line = viz.line_plot([1, 2, 4], {"rnn": [3.0, 2.0, 1.0]}, title="L", x_title="n", y_title="loss")
+    assert line.layout.meta["alt"] == "Line plot: L. loss against n (from 1 to 4): rnn from 1 to 3."
+    curves = viz.training_curves({"train_loss": [3.0, 1.5], "lr": [0.1, 0.2]})
+    assert curves.layout.meta["alt"].startswith("Training curves: Training, over 2 steps. train_loss from 1.5 to 3")
+    drawn = diagrams.transformer_diagram(tl.TransformerConfig())
+    alt = drawn.layout.meta["alt"]
+    assert alt.startswith("Diagram: The Transformer") and "masked self-attention" in alt and "N = 6 ×" in alt
+    assert drawn.layout.meta["fit_text_width"]  # the diagram's other meta stays
+    assert site.alt_text(fig.to_plotly_json()) == fig.layout.meta["alt"]  # what the website says

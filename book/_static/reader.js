@@ -1,6 +1,7 @@
 // The reader's controls on every page (listed in _config.yml under html_js_files):
 // - the ☰ and "On this page" buttons open their drawers on a phone;
-// - a "Hide code" button in the page header folds every code cell away (outputs stay), remembered in localStorage.
+// - a "Hide code" button in the page header folds every code cell away (outputs stay), remembered in localStorage;
+// - controls that the themes leave without a fitting accessible name get one.
 (function () {
   // Navigation. Each page holds two ☰ buttons (.primary-toggle) and two "On this page" buttons (.secondary-toggle):
   // pydata-sphinx-theme's, in a header that sphinx-book-theme hides, come first; the book theme's visible ones come
@@ -50,10 +51,51 @@
     setHidden(stored(), button);
   }
 
+  // Names for assistive technology (axe-core, tests/test_browser_a11y.py), fixed here once for every page:
+  // - the sidebar's ▾ toggles (a <summary> holding only an icon) are named after the chapter they open;
+  // - a control whose aria-label does not contain its visible text ("Toggle hidden content" on "Show the check",
+  //   "Search" on "Search Ctrl+K") is named by its visible text (a <summary> by whatever it shows, open or closed),
+  //   so that what a reader sees is what a voice user says (WCAG 2.5.3).
+  function nameControls() {
+    var zh = document.documentElement.lang === "zh-CN";
+    document.querySelectorAll("nav summary").forEach(function (summary) {
+      if (summary.textContent.trim() || summary.getAttribute("aria-label")) { return; }
+      var item = summary.closest("li"), link = item && item.querySelector(":scope > a");
+      var title = link ? link.textContent.trim() : "";
+      summary.setAttribute("aria-label", zh ? "展开" + title + "的小节" : "Sections of " + title);
+    });
+    document.querySelectorAll("button[aria-label], summary[aria-label], a[aria-label]").forEach(function (el) {
+      var visible = (el.innerText || "").replace(/\s+/g, " ").trim();
+      var name = el.getAttribute("aria-label");
+      if (!visible || name.toLowerCase().indexOf(visible.toLowerCase()) >= 0) { return; }
+      if (el.tagName === "SUMMARY") { el.removeAttribute("aria-label"); } else { el.setAttribute("aria-label", visible); }
+    });
+  }
+
+  // The theme's light/dark button shows one icon whose <title> ("Light", "Dark", "System Settings") is its visible
+  // text; its name says what it is and which mode is on, and follows each click.
+  function nameThemeButtons() {
+    document.querySelectorAll(".theme-switch-button").forEach(function (button) {
+      function update() {
+        var shown = Array.prototype.filter.call(button.querySelectorAll("svg, i"), function (icon) {
+          return window.getComputedStyle(icon).display !== "none";
+        })[0];
+        var title = shown && shown.querySelector("title");
+        var mode = title ? title.textContent.trim() : "";
+        if (mode) { button.setAttribute("aria-label", "Color mode: " + mode); }
+      }
+      update();
+      new MutationObserver(update).observe(button, {childList: true, subtree: true});  // Font Awesome draws later
+      button.addEventListener("click", function () { window.setTimeout(update, 0); });
+    });
+  }
+
   function ready() {
+    nameThemeButtons();
     forwardToggles(".primary-toggle");
     forwardToggles(".secondary-toggle");
     addCodeButton();
+    nameControls();
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", ready); } else { ready(); }
 })();

@@ -132,9 +132,24 @@ def layout_diagram(
         plot_bgcolor="white",
         showlegend=False,
         margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10),
-        meta=dict(fit_text_width=design_width),
+        meta=dict(fit_text_width=design_width, alt=diagram_alt(fig, title)),
     )
     return fig
+
+
+def diagram_alt(fig: go.Figure, title: str | None) -> str:
+    """A diagram's text alternative, read from what it draws: its title and the first line of each labelled part,
+    in drawing order (at most 14, then how many more), so that it names the same parts as the picture."""
+    labels: list[str] = []
+    for note in fig.layout.annotations or ():
+        text = re.sub(r"<[^>]+>", " ", str(note.text or "").split("<br>")[0]).strip()
+        if text and text not in labels:
+            labels.append(text)
+    head = "Diagram" + (": " + re.sub(r"<br>", " ", title) if title else "")
+    if not labels:
+        return head + "."
+    more = f", and {len(labels) - 14} more" if len(labels) > 14 else ""
+    return f"{head}. Parts: {', '.join(labels[:14])}{more}."
 
 
 def block_diagram(

@@ -98,11 +98,16 @@ def translate(label: str, lang: str) -> str:
 
     >>> translate("self-attention", "zh"), translate("layer 2, head 1", "zh"), translate("N = 6 ×", "zh")
     ('自注意力', '第 2 层，第 1 个头', 'N = 6 ×')
+    >>> translate("embedding<br>37000 × 512", "zh")
+    '嵌入<br>37000 × 512'
+
     """
     if lang == "en":
         return label
     if lang not in LABELS:
         raise ValueError(f"lang: expected 'en' or one of {sorted(LABELS)}, got {lang!r}")
+    if "<br>" in label:  # a label of several lines ("embedding<br>37000 × 512"): each line on its own
+        return "<br>".join(translate(line, lang) for line in label.split("<br>"))
     stripped = label.strip()
     if stripped in LABELS[lang]:
         return label.replace(stripped, LABELS[lang][stripped])

@@ -291,14 +291,15 @@ _EXPLORER_JS = """
   const root = document.getElementById("%(id)s");
   const D = %(data)s;  // D.w[layer][head][query][key] in thousandths
   const nLayers = D.w.length, nHeads = D.w[0].length, T = D.tokens.length;
-  function menu(slot, n, label) {
+  function menu(slot, n, label, name) {
     const s = document.createElement("select");
+    s.setAttribute("aria-label", name);  // what the menu picks, for a screen reader
     for (let i = 0; i < n; i++) s.add(new Option(label(i), i));
     root.querySelector(slot).appendChild(s);
     return s;
   }
-  const layerMenu = menu(".layer", nLayers, i => "layer " + (i + 1));
-  const headMenu = menu(".head", nHeads + 1, i => (i < nHeads ? "head " + (i + 1) : "mean of heads"));
+  const layerMenu = menu(".layer", nLayers, i => "layer " + (i + 1), "layer");
+  const headMenu = menu(".head", nHeads + 1, i => (i < nHeads ? "head " + (i + 1) : "mean of heads"), "head");
   function column(slot) {
     return D.tokens.map(t => {
       const d = document.createElement("div");

@@ -59,8 +59,9 @@ class PlotlyMystNbRenderer:
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
         layout = figure.get("layout") or {}
-        # a figure with a slider or menu holds controls, which role="img" would hide from assistive technology
-        role = "figure" if layout.get("sliders") or layout.get("updatemenus") else "img"
+        # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
+        # an image role would hide from assistive technology (axe: nested-interactive)
+        role = "figure"
         label = html.escape(alt_text(figure), quote=True)
         code = (
             f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
@@ -135,6 +136,19 @@ def unique_scripts(scripts: list) -> list:
     return kept
 
 
+def citation_list_without_roles(body: str) -> str:
+    """The bibliography's HTML without docutils' ARIA roles: ``role="doc-biblioentry"`` is deprecated in ARIA 1.2 and
+    the ``role="list"`` around it holds anchors that a list may not (axe: aria-deprecated-role,
+    aria-required-children). Plain ``<div>``s read the same; the entries keep their ids and back-links.
+
+    >>> citation_list_without_roles('<div role="list" class="citation-list"><div class="citation" role="doc-biblioentry">')
+    '<div class="citation-list"><div class="citation">'
+    """
+    return body.replace(' role="doc-biblioentry"', "").replace(
+        '<div role="list" class="citation-list">', '<div class="citation-list">'
+    )
+
+
 def setup(app: Any) -> dict[str, Any]:
     """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
 
@@ -157,6 +171,11 @@ def setup(app: Any) -> dict[str, Any]:
         if "script_files" in context:
             context["script_files"] = unique_scripts(context["script_files"])
 
+    def plain_citation_list(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+        if "body" in context:
+            context["body"] = citation_list_without_roles(context["body"])
+
     app.connect("build-finished", copy_plotly_js)
     app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the extensions that add scripts
+    app.connect("html-page-context", plain_citation_list)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -37,6 +37,7 @@ from .style import (
 )
 
 __all__ = [
+    "describe",
     "COLORS",
     "SEQUENTIAL",
     "DIVERGING",
@@ -58,6 +59,19 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------- heatmaps
+def describe(fig: go.Figure, alt: str) -> go.Figure:
+    """Give ``fig`` its short text alternative (``layout.meta.alt``): the website reads it aloud in place of the
+    figure (``aria-label``, :func:`transformer_lib.book.site.alt_text`). Other ``meta`` keys are kept."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    fig.update_layout(meta={**meta, "alt": " ".join(alt.split())})
+    return fig
+
+
+def _range(values: np.ndarray) -> str:
+    finite = values[np.isfinite(values)]
+    return f"from {finite.min():.3g} to {finite.max():.3g}" if finite.size else "with no finite value"
+
+
 def _heatmap_trace(
     z,
     x_labels,
@@ -230,7 +244,9 @@ def heatmap(
         square,
         cell_text=[t for row in cells for t in row] if cell_text is not None else (),
     )
-    return fig
+    rows = f"{len(yl)} rows" + (f" ({y_title})" if y_title else "")
+    cols = f"{len(xl)} columns" + (f" ({x_title})" if x_title else "")
+    return describe(fig, f"Heat map{': ' + title if title else ''}. {rows} by {cols}, values {_range(z)}.")
 
 
 def attention_heatmap(
@@ -590,7 +606,10 @@ def line_plot(
     # log axes read 10^-6, not plotly's SI prefixes ("1µ"), which mix badly with powers of ten in the text
     fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
     fig.update_yaxes(type="log" if log_y else "linear", exponentformat="power")
-    return fig
+    lines = "; ".join(f"{name} {_range(y)}" for name, y in list(series.items())[:6])
+    more = f" and {len(series) - 6} more" if len(series) > 6 else ""
+    axes = f"{y_title or 'value'} against {x_title or 'x'} ({_range(x)}{', log scale' if log_x else ''})"
+    return describe(fig, f"Line plot{': ' + title if title else ''}. {axes}: {lines}{more}.")
 
 
 def training_curves(
@@ -665,4 +684,5 @@ def training_curves(
         fig.update_yaxes(title_text=quantity, type="log" if log_y else "linear", exponentformat="power", row=row, col=1)
     fig.update_xaxes(title_text=x_title, row=len(panels), col=1)
     fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")
-    return fig
+    curves = "; ".join(f"{k} {_range(np.asarray(source[k], dtype=float))}" for k in names)
+    return describe(fig, f"Training curves{': ' + title if title else ''}, over {longest} {x_title}s. {curves}.")

@@ -187,6 +187,18 @@ def test_a_swapped_sourced_or_forged_reference_fails_and_is_flagged(attacked, st
 
 @pytest.mark.slow
 @needs_bwrap
+def test_pytorchs_operator_registry_is_flagged(attacked):
+    """attention answered by torch.ops.aten._scaled_dot_product_attention_math (output and weights): PyTorch stays in
+    the room, so its numbers pass; before, 3 of 3 points with no flag at all, now the teacher is told."""
+    g = attacked[0]["x_aten"]
+    assert _passed(g) == [True]
+    assert any(f.startswith("uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math") for f in _flags(g)), (
+        _flags(g)
+    )
+
+
+@pytest.mark.slow
+@needs_bwrap
 def test_the_librarys_own_multi_head_module_is_not_there_to_answer_assignment_5(attacked):
     """split_heads through tl.MultiHeadAttention._split and the forward through tl.MultiHeadAttention with the
     student's weights copied in: both are stubs in the kernel's library (10 of 10 before, flagged only)."""

@@ -148,6 +148,20 @@ def _short(path: str) -> str:
     return path
 
 
+_TORCH_WORDS = ("attention", "multihead", "transformer")
+
+
+def _torch_inside(parts: list[str]) -> bool:
+    """A PyTorch path past the names the book uses: its operator registry and C bindings (``torch.ops.aten``,
+    ``torch._C``, any private name), which hold every attention kernel under names no list can keep up with, or a
+    name that says attention (``F.scaled_dot_product_attention``'s siblings)."""
+    return (
+        parts[0] in ("ops", "library")
+        or any(p.startswith("_") for p in parts)
+        or any(w in p.lower() for p in parts for w in _TORCH_WORDS)
+    )
+
+
 def _reference(path: str, exercise: str) -> str | None:
     """The flag for using ``path`` in the answer to ``exercise``, or None."""
     if path.startswith("transformer_lib.") and not path.startswith("transformer_lib.classroom"):
@@ -162,6 +176,8 @@ def _reference(path: str, exercise: str) -> str | None:
             return None
         return f"uses the library's reference {_short(path)}: {REFERENCE_NOTE}"
     if path in _TORCH_REFERENCES or any(path.startswith(p + ".") for p in _TORCH_REFERENCES):
+        return f"uses PyTorch's {_short(path)}: {REFERENCE_NOTE}"
+    if path.startswith("torch.") and _torch_inside(path.split(".")[1:]):
         return f"uses PyTorch's {_short(path)}: {REFERENCE_NOTE}"
     if path == "importlib" or path.startswith("importlib."):
         return f"imports by name at run time (importlib), which hides what it calls: {REFERENCE_NOTE}"
@@ -190,7 +206,8 @@ def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str
                     flag = f"uses {name} on the module {node.args[0].id}, which hides what it calls: {REFERENCE_NOTE}"
             if flag and flag not in out:
                 out.append(flag)
-    return out
+    # torch.ops and torch.ops.aten said once, by the longest path that names them (torch.ops.aten.f)
+    return [f for f in out if not any(g != f and g.startswith(f.split(":")[0] + ".") for g in out)]
 
 
 def _closure(names: Iterable[str], top: dict[str, list[ast.stmt]]) -> list[ast.stmt]:

@@ -189,3 +189,65 @@ def test_the_catalogs_chinese_labels_keep_their_numbers():
     assert all(not i18n.message_problems(english, chinese) for english, chinese in LABELS["zh"].items()), (
         "a label's translation changed a number"
     )
+
+
+# Words that stay English in a Chinese label: code names, the model's name and the notes' spelling of operations
+_KEPT_WORDS = {
+    "softmax",
+    "linear",
+    "layernorm",
+    "qkv_proj",
+    "d_model",
+    "d_k",
+    "relu",
+    "sup",
+    "transformer",
+    "post",
+    "pre",
+}
+
+
+def _diagram_figures() -> list[dict]:
+    """Every diagram the book draws from a live module (diagrams, flow_diagrams, attention_diagrams), as JSON."""
+    import json
+
+    import torch
+
+    import transformer_lib as tl
+    from transformer_lib.book import attention_diagrams, diagrams, flow_diagrams
+
+    config = tl.TransformerConfig()
+    mha = tl.MultiHeadAttention(64, 4)
+    figures = [
+        diagrams.transformer_diagram(config),
+        diagrams.transformer_diagram(config, compact=True),
+        diagrams.transformer_diagram(tl.Transformer(config)),
+        attention_diagrams.scaled_dot_product_diagram(mha),
+        attention_diagrams.projection_diagram(mha, batch=2, length=5),
+        attention_diagrams.multi_head_diagram(mha),
+        attention_diagrams.cross_attention_diagram(mha, tgt_len=5, src_len=7),
+        attention_diagrams.notes_flowchart(tl.MultiHeadAttention(64, 1)),
+        flow_diagrams.residual_diagram(tl.EncoderLayer(64, 4, 256)),
+        flow_diagrams.residual_diagram(tl.EncoderLayer(64, 4, 256, norm_first=True)),
+        flow_diagrams.kv_cache_diagram(tl.Transformer(config).eval(), torch.tensor([[3, 4, 5, 6]]), steps=3),
+    ]
+    return [json.loads(figure.to_json()) for figure in figures]
+
+
+def test_every_diagram_label_has_its_chinese_and_keeps_its_numbers():
+    """The label catalog covers each words-bearing label of the diagrams; what stays is math, shapes and code."""
+    from transformer_lib.book.labels import figure_texts
+
+    untranslated, changed = set(), set()
+    for figure in _diagram_figures():
+        for label in figure_texts(figure):
+            if re.fullmatch(r"[a-z0-9_]+|[A-Za-z0-9]+_\w+", label) and label not in LABELS["zh"]:
+                continue  # a box's internal name (plotly's "name" of a shape), never shown
+            chinese = translate(label, "zh")
+            words = {w.lower() for w in re.findall(r"[A-Za-z_]{3,}", re.sub(r"<[^>]+>", " ", chinese))}
+            if words - _KEPT_WORDS:
+                untranslated.add(label)
+            if i18n.message_problems(label, chinese):
+                changed.add(label)
+    assert not untranslated, f"diagram labels missing from LABELS/PATTERNS: {sorted(untranslated)}"
+    assert not changed, f"translated diagram labels that changed a number or formula: {sorted(changed)}"

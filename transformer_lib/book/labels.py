@@ -73,6 +73,25 @@ LABELS: dict[str, dict[str, str]] = {
         "attention weight": "注意力权重",
         "sequence length": "序列长度",
         "layer": "层",
+        # the diagrams' lines (a label with <br> is translated line by line, see translate)
+        "(sinusoidal)": "（正弦）",
+        "(shifted right)": "（右移一位）",
+        "(tied to the target embedding)": "（与目标嵌入共享权重）",
+        "next-token probabilities": "下一个词元的概率",
+        "+1 position": "+1 个位置",
+        "K, V from M": "K、V 来自 M",
+        "KV cache: K, V (B,": "KV 缓存：K、V (B,",
+        "H, L, D) per layer": "H, L, D)，每层一份",
+        "Mask (optional)": "掩码（可选）",
+        "MatMul: Q Kᵀ": "矩阵乘法：Q Kᵀ",
+        "SoftMax (rows sum to 1)": "SoftMax（每行之和为 1）",
+        "The Transformer, drawn": "Transformer，",
+        "from the model object": "由模型对象绘制",
+        "decoder states Y": "解码器状态 Y",
+        "encoder memory M": "编码器记忆 M",
+        "orange: this step's k, v; blue: kept": "橙色：本步的 k、v；蓝色：保留的",
+        "qkv_proj: one Linear": "qkv_proj：一个 Linear",
+        "to the next layer": "到下一层",
     }
 }
 
@@ -86,6 +105,36 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^linear (\d+) → (\d+)$"), r"线性层 \1 → \2"),
         (re.compile(r"^unscaled: max ([\d.]+), entropy ([\d.]+)$"), r"未缩放：最大值 \1，熵 \2"),
         (re.compile(r"^(.*) · ␣ = ▁, a space before the word$"), r"\1 · ␣ = ▁，词前的空格"),
+        (re.compile(r"^(\d+) heads$"), r"\1 个头"),
+        (re.compile(r"^(\d+) heads of d_k = (\d+)$"), r"\1 个头，d_k = \2"),
+        (re.compile(r"^(\d+) heads, K, V from encoder$"), r"\1 个头，K、V 来自编码器"),
+        (re.compile(r"^step (\d+)$"), r"第 \1 步"),
+        (re.compile(r"^Linear (W<sup>[QKVO]</sup>)$"), r"线性层 \1"),
+        (re.compile(r"^\((.*)\) each$"), r"各为 (\1)"),
+        (re.compile(r"^Concat: (.*)$"), r"拼接：\1"),
+        (re.compile(r"^Cross-attention: (.*)$"), r"交叉注意力：\1"),
+        (re.compile(r"^MatMul with V → (.*)$"), r"与 V 做矩阵乘法 → \1"),
+        (re.compile(r"^Multi-head attention, h = (\d+)$"), r"多头注意力，h = \1"),
+        (re.compile(r"^One head, d_k = (\d+)$"), r"单个头，d_k = \1"),
+        (re.compile(r"^Post-LN: (.*)$"), r"Post-LN（后置归一化）：\1"),
+        (re.compile(r"^Pre-LN: (.*)$"), r"Pre-LN（前置归一化）：\1"),
+        (re.compile(r"^Q, K, V: (\d+) heads of (\d+)$"), r"Q、K、V：\1 个头，每个 \2 维"),
+        (re.compile(r"^Scale: (.*)$"), r"缩放：\1"),
+        (re.compile(r"^The notes' flowchart \((\d+)\)$"), r"笔记中的流程图（\1）"),
+        (
+            re.compile(r"^h = (\d+) heads of scaled dot-product attention, d_k = (\d+)$"),
+            r"h = \1 个缩放点积注意力头，d_k = \2",
+        ),
+        (
+            re.compile(r"^cross K, V \((.*)\) per layer: made at step (\d+), reused$"),
+            r"交叉注意力的 K、V (\1)，每层一份：第 \2 步生成，之后复用",
+        ),
+        (re.compile(r"^output, (W<sup>O</sup>)$"), r"输出，\1"),
+        (re.compile(r"^(\(.*\)): T rows$"), r"\1：T 行"),
+        (re.compile(r"^weight (\(.*)$"), r"权重 \1"),
+        (re.compile(r"^weights (softmax.*)$"), r"权重 \1"),
+        (re.compile(r"^split: (.*)$"), r"拆分：\1"),
+        (re.compile(r"^(\(.*\)): chunk into three$"), r"\1：切成三份"),
     ]
 }
 
@@ -96,17 +145,20 @@ _TEXT_KEYS = ("text", "name", "label", "prefix", "alt")
 def translate(label: str, lang: str) -> str:
     """``label`` in ``lang`` ("en" or "zh"): the catalog's entry, a pattern's rewrite, or ``label`` unchanged.
 
+    A label with ``<br>`` in it that is not in the catalog as a whole is translated line by line.
+
     >>> translate("self-attention", "zh"), translate("layer 2, head 1", "zh"), translate("N = 6 ×", "zh")
     ('自注意力', '第 2 层，第 1 个头', 'N = 6 ×')
     >>> translate("embedding<br>37000 × 512", "zh")
     '嵌入<br>37000 × 512'
-
+    >>> translate("self-attention<br>8 heads of d_k = 64", "zh")
+    '自注意力<br>8 个头，d_k = 64'
     """
     if lang == "en":
         return label
     if lang not in LABELS:
         raise ValueError(f"lang: expected 'en' or one of {sorted(LABELS)}, got {lang!r}")
-    if "<br>" in label:  # a label of several lines ("embedding<br>37000 × 512"): each line on its own
+    if "<br>" in label and label.strip() not in LABELS[lang]:  # several lines: each on its own
         return "<br>".join(translate(line, lang) for line in label.split("<br>"))
     stripped = label.strip()
     if stripped in LABELS[lang]:

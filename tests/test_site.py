@@ -26,7 +26,8 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     html = node.astext()
     assert node["format"] == "html"
     assert (
-        '<div id="tl-plotly-4-1" class="tl-plotly-figure" role="figure" aria-label="' in html and "Plotly.newPlot" in html
+        '<div id="tl-plotly-4-1" class="tl-plotly-figure" role="figure" aria-label="' in html
+        and "Plotly.newPlot" in html
     )
     assert '"showSendToCloud": false' in html and '"displaylogo": false' in html  # no upload button, no logo
     assert html.index("window.tlPlotlyPrepare(fig, el)") < html.index("Plotly.newPlot")  # phones: laid out first

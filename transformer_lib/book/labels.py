@@ -139,7 +139,7 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
 }
 
 # Where a plotly figure keeps words a reader sees (the keys whose string values are labels)
-_TEXT_KEYS = ("text", "name", "label", "prefix", "alt")
+_TEXT_KEYS = ("text", "name", "label", "prefix")  # not meta.alt: a generated sentence, English for now
 
 
 def translate(label: str, lang: str) -> str:

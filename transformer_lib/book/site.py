@@ -58,7 +58,6 @@ class PlotlyMystNbRenderer:
             figure = translate_figure(figure, "zh")
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
-        layout = figure.get("layout") or {}
         # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
         # an image role would hide from assistive technology (axe: nested-interactive)
         role = "figure"
@@ -141,8 +140,8 @@ def citation_list_without_roles(body: str) -> str:
     the ``role="list"`` around it holds anchors that a list may not (axe: aria-deprecated-role,
     aria-required-children). Plain ``<div>``s read the same; the entries keep their ids and back-links.
 
-    >>> citation_list_without_roles('<div role="list" class="citation-list"><div class="citation" role="doc-biblioentry">')
-    '<div class="citation-list"><div class="citation">'
+    >>> citation_list_without_roles('<div role="list" class="citation-list"><p role="doc-biblioentry">')
+    '<div class="citation-list"><p>'
     """
     return body.replace(' role="doc-biblioentry"', "").replace(
         '<div role="list" class="citation-list">', '<div class="citation-list">'

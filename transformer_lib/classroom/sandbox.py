@@ -145,7 +145,7 @@ def _neutral_view(prefix: Path) -> Path:
     name the folder it lives in (a repository, the teacher's working folder); ``prefix`` itself where the file
     system does not allow it (another device, links refused)."""
     tmp = Path(tempfile.gettempdir())
-    if os.stat(prefix).st_dev != os.stat(tmp).st_dev or prefix.resolve().is_relative_to(tmp.resolve()):
+    if os.stat(prefix).st_dev != os.stat(tmp).st_dev:  # a venv under /tmp too: its folder names the repository
         return prefix
     view = Path(tempfile.mkdtemp(prefix="tl-python-"))
     view.chmod(0o755)

@@ -241,11 +241,15 @@ def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path)
 
 
 PAGE_BUDGET_KB = 500
+# The API reference is text only (an entry per public name, ~300 of them) and grows with the library, not with
+# figures or widget state: it has a budget of its own.
+PAGE_BUDGETS_KB = {"book/api.html": 640}
 
 
 @pytest.mark.browser
 def test_pages_stay_under_the_weight_budget() -> None:
-    """Each page's own HTML (figures and widget state included, shared _static files excluded) < 500 KB."""
+    """Each page's own HTML (figures and widget state included, shared _static files excluded) < 500 KB; the API
+    reference < 640 KB."""
     if not SITE.is_dir():
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
     pages = sorted((SITE / "book").rglob("*.html"))
@@ -253,7 +257,7 @@ def test_pages_stay_under_the_weight_budget() -> None:
     heavy = {
         p.relative_to(SITE).as_posix(): p.stat().st_size // 1024
         for p in pages
-        if p.stat().st_size > PAGE_BUDGET_KB * 1024
+        if p.stat().st_size > PAGE_BUDGETS_KB.get(p.relative_to(SITE).as_posix(), PAGE_BUDGET_KB) * 1024
     }
     assert not heavy, f"pages over {PAGE_BUDGET_KB} KB: {heavy}"
 

@@ -30,3 +30,15 @@ def sol():
     for aid in ASSIGNMENTS:
         ns.update(notebook_namespace(root / "assignments" / f"{aid}.ipynb", skip_tags=("check", "demo")))
     return ns
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models train fastest on one CPU thread (several threads spin against each other on a busy machine);
+    a module that trains asks for it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -24,12 +24,7 @@ TINY_CONFIG = ablation.AblationConfig(
 COMMITTED = ROOT / "book" / "checkpoints" / "ablation.json"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

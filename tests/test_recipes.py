@@ -22,13 +22,7 @@ TINY_FAMILIES = recipes.FamiliesRecipe(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models train fastest on one CPU thread (several threads spin against each other on a busy machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # --------------------------------------------------------------------------------------------- validation

@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/i18n.py update   # messages -> _build/gettext/*.pot -> locale/zh_CN/LC_MESSAGES/*.po
     .venv/bin/python scripts/i18n.py build    # the Chinese site, from the same notebooks, into _build/html/zh
+    .venv/bin/python scripts/i18n.py labels [book/04_attention ...]  # figure labels the label catalog lacks
 
 Both reuse the executed notebooks of the English build (``_build/.jupyter_cache``), so nothing runs twice; each has
 its own doctree folder, because Sphinx cannot share one between builders or languages. ``update`` changes the
@@ -12,6 +13,7 @@ catalogs under ``locale/``: a changed English sentence comes back as a "fuzzy" e
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 LANGUAGE = "zh_CN"
+# Words a label keeps in every language: code names (d_model, seq_len) and the names the glossary keeps (softmax)
+_CODE_WORDS = re.compile(r"\w*_\w*|\b(?:softmax|relu|ReLU|LayerNorm|GELU|Adam|RNN|LSTM|GRU|BLEU|cpu|cuda)\b")
 
 
 def _sphinx(builder: str, out: Path, doctrees: Path, overrides: dict) -> int:
@@ -74,10 +78,57 @@ def build() -> int:
     return code
 
 
+def missing_labels(pages: list[str]) -> dict[str, list[str]]:
+    """Per page, the figure labels in the English build's executed notebooks (``_build/.jupyter_cache``) that
+    :data:`transformer_lib.book.labels.LABELS` cannot translate: what the Chinese site would still show in English."""
+    from jupyter_cache import get_cache
+
+    from transformer_lib.book.labels import figure_texts, translate
+
+    if not (BUILD / ".jupyter_cache").is_dir():
+        raise SystemExit("i18n labels: no _build/.jupyter_cache; build the English site first (scripts/build_book.sh)")
+    cache = get_cache(BUILD / ".jupyter_cache")
+    newest = {}  # page -> its newest cached run
+    for record in sorted(cache.list_cache_records(), key=lambda r: r.created):
+        if not Path(record.uri).is_file():
+            continue  # a page since removed
+        newest[Path(record.uri).resolve().relative_to(ROOT).with_suffix("").as_posix()] = record.pk
+    found: dict[str, list[str]] = {}
+    for page, pk in sorted(newest.items()):
+        if pages and page not in pages:
+            continue
+        notebook = cache.get_cache_bundle(pk).nb
+        missing: list[str] = []
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                figure = output.get("data", {}).get("application/vnd.plotly.v1+json")
+                if figure is None:
+                    continue
+                for text in figure_texts(figure):
+                    if "_" in text and re.fullmatch(r"[\w.=, ]+", text):
+                        continue  # a code name (a diagram node's id, a slider's "kind=rnn, seq_len=16"): kept as is
+                    untranslated = [
+                        line
+                        for line in text.split("<br>")
+                        if re.search("[A-Za-z]{2}", _CODE_WORDS.sub("", line)) and translate(line, "zh") == line
+                    ]
+                    if untranslated and text not in missing:
+                        missing.append(text)
+        if missing:
+            found[page] = missing
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["update", "build"])
+    parser.add_argument("command", choices=["update", "build", "labels"])
+    parser.add_argument("pages", nargs="*", help="labels only: the pages to look at (default: all)")
     args = parser.parse_args(argv)
+    if args.command == "labels":
+        for page, labels in missing_labels(args.pages).items():
+            print(f"{page}:")
+            print("".join(f"  {label!r}\n" for label in labels), end="")
+        return 0
     return update() if args.command == "update" else build()
 
 

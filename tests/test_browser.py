@@ -393,10 +393,20 @@ OVERFLOW = """() => {
 }"""
 
 
-def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, height: int = 900) -> dict[str, list]:
-    """Run ``script`` (a JavaScript function returning a list of problems) on every built page, once MathJax has
-    typeset it; return {page: its first three problems} for the pages that have any. A JavaScript error at this
-    width (the phone layout runs code that the desktop does not) is a problem too."""
+_SCANNED: dict[tuple[int, int], dict[str, dict[str, list]]] = {}
+
+
+def _scan_every_page(browser, site_url: str, check: str, width: int = 1280, height: int = 900) -> dict[str, list]:
+    """Run the check named ``check`` (one of :data:`SCANS` at this width: a JavaScript function returning a list of
+    problems) on every built page, once MathJax has typeset it and its figures are laid out; return {page: its
+    first three problems} for the pages that have any. A JavaScript error at this width (the phone layout runs code
+    that the desktop does not) is a problem too. Each width's checks run together, in one visit of each page."""
+    if (width, height) not in _SCANNED:
+        _SCANNED[(width, height)] = _scan(browser, site_url, SCANS[(width, height)], width, height)
+    return _SCANNED[(width, height)][check]
+
+
+def _scan(browser, site_url: str, scripts: dict[str, str], width: int, height: int) -> dict[str, dict[str, list]]:
     pages = _site_pages()
     if not pages:
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
@@ -405,7 +415,7 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
     errors: list[str] = []
     page.on("console", lambda message: message.type == "error" and errors.append(message.text))
     page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
-    problems = {}
+    problems: dict[str, dict[str, list]] = {check: {} for check in scripts}
     try:
         for name in pages:
             errors.clear()
@@ -414,15 +424,16 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
                 page.wait_for_function(
                     "() => document.querySelectorAll('mjx-container').length > 0", timeout=DRAWN_TIMEOUT_MS
                 )
-            page.wait_for_function(
+            page.wait_for_function(  # drawn, and laid out for this width (plotly-theme.js marks it tl-fitted)
                 "() => [...document.querySelectorAll('.tl-plotly-figure')]"
-                ".every(d => d.classList.contains('js-plotly-plot'))",
+                ".every(d => d.classList.contains('tl-fitted'))",
                 timeout=DRAWN_TIMEOUT_MS,
             )
-            page.wait_for_timeout(300)  # late layout (figures, fonts)
-            found = page.evaluate(script) + [f"JavaScript error: {e}" for e in errors]
-            if found:
-                problems[name] = found[:3]
+            page.wait_for_timeout(300)  # late layout (fonts)
+            for check, script in scripts.items():
+                found = page.evaluate(script) + [f"JavaScript error: {e}" for e in errors]
+                if found:
+                    problems[check][name] = found[:3]
     finally:
         context.close()
     return problems
@@ -431,7 +442,7 @@ def _scan_every_page(browser, site_url: str, script: str, width: int = 1280, hei
 @pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
 def test_nothing_runs_out_of_the_content_column(width: int, height: int, browser, site_url: str) -> None:
     """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
-    problems = _scan_every_page(browser, site_url, OVERFLOW, width, height)
+    problems = _scan_every_page(browser, site_url, "overflow", width, height)
     assert not problems, problems
 
 
@@ -468,7 +479,7 @@ PHONE_FIT = r"""() => {
 def test_a_phone_shows_heatmaps_formulas_and_printed_text_at_the_column_width(browser, site_url: str) -> None:
     """At 390 px: every heatmap's plot spans at least 70 % of its figure, every displayed formula fits the column,
     and printed text wraps (book/_static/plotly-theme.js and fit.js), on every page."""
-    problems = _scan_every_page(browser, site_url, PHONE_FIT, 390, 844)
+    problems = _scan_every_page(browser, site_url, "phone_fit", 390, 844)
     assert not problems, problems
     visit = Visit(browser, site_url + "book/intro.html")
     try:  # what counts as a table of aligned columns, which keeps its lines and scrolls
@@ -493,7 +504,89 @@ RAW_MATH = r"""() => {
 def test_no_page_shows_raw_formula_source(browser, site_url: str) -> None:
     """MathJax typeset every formula: no "$", "\\(" or "\\[" is left in a page's text (a broken formula shows
     its source, as chapter 7's "$1 + 2 + \\dots" did)."""
-    problems = _scan_every_page(browser, site_url, RAW_MATH)
+    problems = _scan_every_page(browser, site_url, "raw_math", 1280, 900)
+    assert not problems, problems
+
+
+# Text in figures: every title, axis title, tick label, legend entry, annotation, colour bar label, menu and slider
+# label of every plotly figure, as four corners on the screen (rotated labels too); two that intersect (by more
+# than a pixel) or one that leaves its figure is a problem, and so is one smaller than min_px.
+FIGURE_TEXT = r"""(minPx) => {
+  // Every text of every plotly figure (titles, axis titles, tick labels, legend, annotations, colour bars, menus,
+  // sliders): its four corners on the screen, from its own box and its transform (rotated tick labels too).
+  const SELECTOR = 'text.gtitle, text.xtitle, text.ytitle, g[class$="tick"] > text, '
+    + 'text.legendtext, g.annotation-text-g text, text.annotation-text, text.cbtitle, .cbaxis text, '
+    + 'text.updatemenu-item-text, text.slider-label, .slider-labels text, text.legendtitletext';
+  const problems = [];
+  const corners = el => {
+    const b = el.getBBox(), m = el.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const shrink = (poly, by) => { // a little inside, so that boxes that only touch do not count
+    const cx = poly.reduce((s, p) => s + p[0], 0) / 4, cy = poly.reduce((s, p) => s + p[1], 0) / 4;
+    return poly.map(([x, y]) => { const dx = x - cx, dy = y - cy, d = Math.hypot(dx, dy) || 1;
+      return [x - by * dx / d, y - by * dy / d]; });
+  };
+  const separated = (a, b) => { // separating-axis test for two convex quadrilaterals
+    for (const poly of [a, b]) {
+      for (let i = 0; i < 4; i++) {
+        const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2;
+        const pa = a.map(p => p[0] * nx + p[1] * ny), pb = b.map(p => p[0] * nx + p[1] * ny);
+        if (Math.max(...pa) < Math.min(...pb) || Math.max(...pb) < Math.min(...pa)) { return true; }
+      }
+    }
+    return false;
+  };
+  document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+    const name = gd.id + ' ' + ((gd.layout.title && gd.layout.title.text) || '').slice(0, 40);
+    const box = gd.getBoundingClientRect();
+    const texts = [...gd.querySelectorAll(SELECTOR)].filter(el => {
+      if (!el.textContent.trim()) { return false; }
+      for (let p = el; p && p !== gd; p = p.parentElement) {
+        const s = getComputedStyle(p);
+        if (s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) { return false; }
+      }
+      const b = el.getBBox(); return b.width > 0 && b.height > 0;
+    }).map(el => { const m = el.getScreenCTM();  // the font size as drawn: its CSS size times the SVG's scale
+      return {el, text: el.textContent.trim().slice(0, 30), poly: corners(el),
+              size: parseFloat(getComputedStyle(el).fontSize) * Math.hypot(m.a, m.b)}; });
+    texts.forEach(t => {
+      if (minPx && t.size < minPx - 0.01) { problems.push(`${name}: "${t.text}" at ${t.size.toFixed(1)} px`); }
+      const xs = t.poly.map(p => p[0]), ys = t.poly.map(p => p[1]);
+      if (Math.min(...xs) < box.left - 1 || Math.max(...xs) > box.right + 1 || Math.min(...ys) < box.top - 1
+          || Math.max(...ys) > box.bottom + 1) { problems.push(`${name}: "${t.text}" leaves the figure`); }
+    });
+    for (let i = 0; i < texts.length; i++) {
+      for (let j = i + 1; j < texts.length; j++) {
+        const a = shrink(texts[i].poly, 1), b = shrink(texts[j].poly, 1);
+        if (!separated(a, b)) { problems.push(`${name}: "${texts[i].text}" overlaps "${texts[j].text}"`); }
+      }
+    }
+  });
+  return problems;
+}"""
+MIN_PHONE_TEXT_PX = 9
+
+# Each width's checks, run together in one visit of each page (_scan_every_page)
+SCANS: dict[tuple[int, int], dict[str, str]] = {
+    (1280, 900): {"overflow": OVERFLOW, "raw_math": RAW_MATH, "figure_text": f"() => ({FIGURE_TEXT})(0)"},
+    (390, 844): {
+        "overflow": OVERFLOW,
+        "phone_fit": PHONE_FIT,
+        "figure_text": f"() => ({FIGURE_TEXT})({MIN_PHONE_TEXT_PX})",
+    },
+}
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_no_text_in_a_figure_overlaps_other_text_or_leaves_the_figure(
+    width: int, height: int, browser, site_url: str
+) -> None:
+    """On every page, at 1280 and 390 px, no two texts of a plotly figure intersect, none leaves its figure, and
+    at 390 px none is smaller than 9 CSS px (book/_static/plotly-theme.js breaks long titles, thins crowded tick
+    labels and makes room above the plot, measured once each figure is drawn)."""
+    problems = _scan_every_page(browser, site_url, "figure_text", width, height)
     assert not problems, problems
 
 

@@ -170,7 +170,8 @@
     Object.keys(layout).forEach(function (key) {
       var axis = layout[key];
       if (!/^[xy]axis\d*$/.test(key) || !axis) { return; }
-      set(axis, "tickfont", {size: 10});
+      // a log axis keeps 12 px labels: plotly draws the 2s and 5s between powers of ten at 3/4 of the size (9 px)
+      set(axis, "tickfont", {size: axis.type === "log" ? 12 : 10});
       var titled = axis.title && (typeof axis.title === "string" || axis.title.text);
       if (axis.title && typeof axis.title === "object") {
         set(axis.title, "font", {size: 12});
@@ -289,11 +290,144 @@
     update.height = Math.round(gd.layout.height * Math.max(factor, 0.6));  // keep the boxes' proportions
     return window.Plotly.relayout(gd, update);
   }
+  // Text that runs into other text, at any width, measured once the figure is drawn (tests/test_browser.py checks
+  // the result on every page at 390 and 1280 px): a title or a subplot title wider than its room breaks into lines;
+  // crowded labels on a log axis drop to 1, 2, 5 per decade, then to powers of ten; a title over the plot's top
+  // labels gets the room it needs above them; a colour bar under rotated tick labels moves below them.
+  function visible(el) {
+    var r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && el.textContent.trim() ? r : null;
+  }
+  function hits(a, b, pad) {
+    return a.left < b.right - pad && b.left < a.right - pad && a.top < b.bottom - pad && b.top < a.bottom - pad;
+  }
+  function wrapTo(text, chars) {  // break each line of a label at spaces so that no line is longer than `chars`
+    return text.split("<br>").map(function (line) {
+      if (line.length <= chars || line.indexOf(" ") < 0) { return line; }
+      var out = [], current = "";
+      line.split(" ").forEach(function (word) {
+        if (current && (current + " " + word).length > chars) { out.push(current); current = word; }
+        else { current = current ? current + " " + word : word; }
+      });
+      out.push(current);
+      return out.join("<br>");
+    }).join("<br>");
+  }
+  function longestLine(text) {
+    return Math.max.apply(null, text.replace(/<[^>]+>/g, function (tag) { return tag === "<br>" ? "\n" : ""; })
+      .split("\n").map(function (line) { return line.length; }));
+  }
+  function wrapTexts(gd) {
+    var page = gd.getBoundingClientRect(), update = {}, title = gd.querySelector("text.gtitle");
+    var titleText = gd.layout.title && (typeof gd.layout.title === "string" ? gd.layout.title : gd.layout.title.text);
+    var box = title && visible(title);
+    if (box && typeof titleText === "string" && (box.right > page.right - 2 || box.left < page.left)) {
+      var room = page.right - 6 - Math.max(box.left, page.left + 4);
+      update["title.text"] = wrapTo(titleText, Math.floor(longestLine(titleText) * room / box.width));
+    }
+    var notes = [];
+    gd.querySelectorAll("g.annotation").forEach(function (g) {
+      var i = +g.getAttribute("data-index"), a = (gd.layout.annotations || [])[i], r = visible(g);
+      if (a && r && typeof a.text === "string" && !isDiagram(gd.layout)) { notes.push({i: i, a: a, r: r}); }
+    });
+    notes.forEach(function (n) {
+      var centre = (n.r.left + n.r.right) / 2, room = 2 * Math.min(centre - page.left, page.right - centre) - 8;
+      notes.forEach(function (m) {  // a neighbour on the same line (subplot titles side by side)
+        var other = (m.r.left + m.r.right) / 2;
+        if (m !== n && m.r.top < n.r.bottom && n.r.top < m.r.bottom) { room = Math.min(room, Math.abs(other - centre) - 8); }
+      });
+      if (n.r.width > room && room > 20) {
+        var text = wrapTo(n.a.text, Math.max(6, Math.floor(longestLine(n.a.text) * room / n.r.width)));
+        if (text !== n.a.text) { update["annotations[" + n.i + "].text"] = text; }
+      }
+    });
+    Object.keys(gd._fullLayout || {}).forEach(function (key) {  // crowded labels on a log axis
+      var axis = gd._fullLayout[key];
+      if (!/^[xy]axis\d*$/.test(key) || !axis || axis.type !== "log") { return; }
+      var labels = [];
+      gd.querySelectorAll("g." + axis._id + "tick text").forEach(function (t) { var r = visible(t); if (r) { labels.push(r); } });
+      var crowded = labels.some(function (r, i) { return labels.slice(i + 1).some(function (q) { return hits(r, q, 1); }); });
+      if (crowded) { update[key + ".dtick"] = String(axis.dtick) === "D1" ? "D2" : 1; }
+    });
+    Object.keys(gd.layout).forEach(function (key) {  // too many named ticks for the room: every k-th keeps its name
+      var axis = gd.layout[key], full = (gd._fullLayout || {})[key];
+      if (!/^[xy]axis\d*$/.test(key) || !axis || !Array.isArray(axis.ticktext) || !full) { return; }
+      var labels = [];
+      gd.querySelectorAll("g." + full._id + "tick text").forEach(function (t) { var r = visible(t); if (r) { labels.push(r); } });
+      var along = key[0] === "x" ? function (r) { return [r.left, r.right]; } : function (r) { return [r.top, r.bottom]; };
+      labels.sort(function (a, b) { return along(a)[0] - along(b)[0]; });
+      if (labels.length < 3 || !labels.some(function (r, i) { return i && hits(labels[i - 1], r, 1); })) { return; }
+      var step = (along(labels[labels.length - 1])[0] - along(labels[0])[0]) / (labels.length - 1);
+      var extent = Math.max.apply(null, labels.map(function (r) { var e = along(r); return e[1] - e[0]; }));
+      var k = Math.max(2, Math.ceil((extent + 3) / Math.max(step, 1)));
+      update[key + ".ticktext"] = axis.ticktext.map(function (t, i) { return i % k === 0 ? t : ""; });
+    });
+    return Object.keys(update).length ? window.Plotly.relayout(gd, update) : Promise.resolve();
+  }
+  function roomForTitle(gd) {
+    var title = gd.querySelector("text.gtitle"), box = title && visible(title);
+    if (!box) { return Promise.resolve(); }
+    var page = gd.getBoundingClientRect(), size = gd._fullLayout._size, need = 0;
+    var top = page.top + 6, height = box.height, bottom = top + height;  // the title, once pinned to the top
+    var overlap = false;
+    gd.querySelectorAll("text, g.legend, g.updatemenu-container").forEach(function (el) {
+      if (el === title || title.contains(el) || el.closest("g.g-gtitle")) { return; }
+      var r = el.tagName === "text" ? visible(el) : el.getBoundingClientRect();
+      if (!r || !r.width || r.left >= box.right || box.left >= r.right || r.top > box.bottom + 4) { return; }
+      overlap = overlap || hits(r, box, 1);
+      need = Math.max(need, bottom + 4 - r.top);
+    });
+    need = Math.max(need, bottom + 4 - (page.top + size.t));  // nor over the plot itself
+    if (need < 1 && !overlap && box.top >= page.top) { return Promise.resolve(); }
+    need = Math.max(0, Math.ceil(need));
+    var height0 = gd._fullLayout.height;
+    return window.Plotly.relayout(gd, {"margin.t": size.t + need, height: height0 + need, "title.yref": "container",
+                                        "title.y": 1 - 6 / (height0 + need), "title.yanchor": "top"})
+      .then(function () {  // plotly anchors a title of several lines by its first line: it may still stick out
+        var now = gd.querySelector("text.gtitle"), r = now && visible(now), p = gd.getBoundingClientRect();
+        if (!r || r.top >= p.top + 2) { return; }
+        var down = Math.ceil(p.top + 6 - r.top), h = gd._fullLayout.height;
+        return window.Plotly.relayout(gd, {"margin.t": gd._fullLayout._size.t + down, height: h + down,
+                                           "title.y": 1 - (6 + down) / (h + down)});
+      });
+  }
+  function colourBarBelowLabels(gd) {
+    var bars = gd.querySelectorAll("g.colorbar");
+    if (!bars.length) { return Promise.resolve(); }
+    var ticks = [];
+    gd.querySelectorAll("g[class*='tick'] > text").forEach(function (t) {
+      if (!t.closest("g.colorbar")) { var r = visible(t); if (r) { ticks.push(r); } }
+    });
+    var need = 0;
+    bars.forEach(function (bar) {
+      bar.querySelectorAll("text").forEach(function (t) {
+        var r = visible(t);
+        ticks.forEach(function (q) { if (r && hits(r, q, 1)) { need = Math.max(need, q.bottom + 4 - r.top); } });
+      });
+    });
+    var heat = (gd._fullData || []).map(function (t, i) { return t.type === "heatmap" && t.showscale ? i : -1; })
+      .filter(function (i) { return i >= 0; });
+    if (need < 1 || !heat.length) { return Promise.resolve(); }
+    need = Math.ceil(need);
+    var bar = gd._fullData[heat[0]].colorbar;
+    return window.Plotly.restyle(gd, {"colorbar.ypad": (bar.ypad || 0) + need}, heat).then(function () {
+      return window.Plotly.relayout(gd, {"margin.b": gd._fullLayout._size.b + need, height: gd._fullLayout.height + need});
+    });
+  }
+  function fitTexts(gd) {
+    if (isDiagram(gd.layout) || gd.tlTextsFitted) { return Promise.resolve(); }
+    gd.tlTextsFitted = true;
+    return wrapTexts(gd).then(function () { return colourBarBelowLabels(gd); })
+      .then(function () { return roomForTitle(gd); });
+  }
   window.tlPlotlyTheme = function (gd) {
     if (!window.Plotly || !gd || !gd.layout) { return Promise.resolve(); }
     var narrow = gd.tlNarrow ? Promise.resolve(squareCells(gd)).then(function () { return menusFromTheEdge(gd); })
                              : fitDiagram(gd);
-    return Promise.resolve(narrow).then(function () { apply(gd); });
+    return Promise.resolve(narrow).then(function () { return fitTexts(gd); }).then(function () {
+      apply(gd);
+      gd.classList.add("tl-fitted");  // laid out for this width (tests wait for it)
+    });
   };
   new MutationObserver(function () {
     document.querySelectorAll(".tl-plotly-figure.js-plotly-plot").forEach(apply);

@@ -36,6 +36,8 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/05_multi_head_attention",
     "book/assignments/06_decoder",
     "book/intro",
+    "book/03_positional_encoding",
+    "book/04_attention",
 )
 
 

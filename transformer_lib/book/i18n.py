@@ -27,6 +27,11 @@ SUBDIR = {"en": "", "zh_CN": "zh/"}  # where each site lives under _build/html
 # The pages whose Chinese catalog is complete (every message translated, none fuzzy): tests/test_i18n.py checks
 # them. A page not listed here reads in English on the Chinese site until its catalog is done.
 TRANSLATED: tuple[str, ...] = (
+    "book/intro",
+    "book/01_why_not_rnn",
+    "book/02_tokens_and_embeddings",
+    "book/03_positional_encoding",
+    "book/04_attention",
     "book/bibliography",
     "book/assignments/index",
     "book/assignments/01_tokenizer",
@@ -35,9 +40,6 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/04_masks",
     "book/assignments/05_multi_head_attention",
     "book/assignments/06_decoder",
-    "book/intro",
-    "book/01_why_not_rnn",
-    "book/02_tokens_and_embeddings",
 )
 
 

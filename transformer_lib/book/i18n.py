@@ -36,6 +36,9 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/05_multi_head_attention",
     "book/assignments/06_decoder",
     "book/intro",
+    "book/05_masks",
+    "book/06_multi_head_attention",
+    "book/06b_encoder_block",
 )
 
 

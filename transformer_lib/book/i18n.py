@@ -36,6 +36,9 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/05_multi_head_attention",
     "book/assignments/06_decoder",
     "book/intro",
+    "book/07_cross_attention_and_decoding",
+    "book/07b_kv_cache_loss_and_limits",
+    "book/08_training",
 )
 
 

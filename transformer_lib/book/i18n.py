@@ -36,6 +36,7 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/05_multi_head_attention",
     "book/assignments/06_decoder",
     "book/intro",
+    "book/glossary",
 )
 
 

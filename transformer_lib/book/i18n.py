@@ -37,6 +37,7 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/06_decoder",
     "book/intro",
     "book/glossary",
+    "book/appendix_questions",
 )
 
 

@@ -38,6 +38,7 @@ TRANSLATED: tuple[str, ...] = (
     "book/intro",
     "book/glossary",
     "book/appendix_questions",
+    "book/appendix_pretrained",
 )
 
 

@@ -36,6 +36,8 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/05_multi_head_attention",
     "book/assignments/06_decoder",
     "book/intro",
+    "book/appendix_notes_checked",
+    "book/appendix_performance",
 )
 
 

@@ -40,6 +40,8 @@ TRANSLATED: tuple[str, ...] = (
     "book/08_training",
     "book/appendix_pretrained",
     "book/appendix_questions",
+    "book/appendix_performance",
+    "book/appendix_notes_checked",
     "book/glossary",
     "book/bibliography",
     "book/assignments/index",

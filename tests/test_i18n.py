@@ -112,6 +112,7 @@ def test_the_checks_fail_on_a_planted_fault(templates):
         (good.replace("`tl.causal_mask`", "`tl.padding_mask`"), "code"),
         (good.replace("<05_masks>", "<04_attention>"), "role"),
         (good.replace("(a.md)", "(b.md)"), "link"),
+        ("- " + good, "list"),  # like "1. 标题", read as a list item: Sphinx would keep the English text
     ]:
         assert [p.split(":")[0] for p in i18n.message_problems(english, wrong)] == [kind], wrong
 
@@ -186,9 +187,9 @@ def test_figure_labels_come_from_the_catalog_and_leave_data_alone():
 
 
 def test_the_catalogs_chinese_labels_keep_their_numbers():
-    assert all(not i18n.message_problems(english, chinese) for english, chinese in LABELS["zh"].items()), (
-        "a label's translation changed a number"
-    )
+    assert all(
+        not i18n.message_problems(english, chinese, markdown=False) for english, chinese in LABELS["zh"].items()
+    ), "a label's translation changed a number"
 
 
 # Words that stay English in a Chinese label: code names, the model's name and the notes' spelling of operations
@@ -247,7 +248,7 @@ def test_every_diagram_label_has_its_chinese_and_keeps_its_numbers():
             words = {w.lower() for w in re.findall(r"[A-Za-z_]{3,}", re.sub(r"<[^>]+>", " ", chinese))}
             if words - _KEPT_WORDS:
                 untranslated.add(label)
-            if i18n.message_problems(label, chinese):
+            if i18n.message_problems(label, chinese, markdown=False):
                 changed.add(label)
     assert not untranslated, f"diagram labels missing from LABELS/PATTERNS: {sorted(untranslated)}"
     assert not changed, f"translated diagram labels that changed a number or formula: {sorted(changed)}"

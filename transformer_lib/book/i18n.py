@@ -60,7 +60,8 @@ _KEPT: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("code", re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")),
     ("math", re.compile(r"\$\$.+?\$\$|\$[^$\s](?:[^$]*?[^$\s])?\$")),
     ("link", re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>|(?<![(<\w])(https?://[^\s)>]+)")),
-    ("number", re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|(?<=§)\d+(?:\.\d+)*")),
+    # a number is digits not inside a Latin word or name (W2, d2l); one against a Chinese character counts ("为1")
+    ("number", re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])|(?<=§)\d+(?:\.\d+)*")),
 )
 _ROLE = re.compile(r"\{([\w:-]+)\}")
 
@@ -94,13 +95,22 @@ def kept_parts(text: str) -> dict[str, Counter]:
     return found
 
 
-def message_problems(msgid: str, msgstr: str) -> list[str]:
+# A translation that starts like a Markdown list item ("1. 标题", "- ...") is parsed as a list when Sphinx puts it
+# back into the page, and Sphinx then silently keeps the English text of the heading or paragraph
+_BLOCK_START = re.compile(r"^(?:\d+[.)]|[-+*])\s")
+
+
+def message_problems(msgid: str, msgstr: str, *, markdown: bool = True) -> list[str]:
     """What a translation changed that it must keep (empty when nothing): each kind whose parts differ, with both.
 
     >>> message_problems("Five tokens have 15 pairs", "5 个词元有 16 对")
     ["number: the English has ['15'], the translation ['16', '5']"]
     """
     problems = []
+    if markdown and _BLOCK_START.match(msgstr):  # a catalog message; a figure label is not Markdown
+        problems.append(
+            f"list: {msgstr[:12]!r}... starts like a list item, so the page keeps its English; escape it ('1\\. ')"
+        )
     english, chinese = kept_parts(msgid), kept_parts(msgstr)
     for kind in english:
         if english[kind] != chinese[kind]:

@@ -92,12 +92,234 @@ LABELS: dict[str, dict[str, str]] = {
         "orange: this step's k, v; blue: kept": "橙色：本步的 k、v；蓝色：保留的",
         "qkv_proj: one Linear": "qkv_proj：一个 Linear",
         "to the next layer": "到下一层",
+        # the chapters' and appendices' figures (their titles, axes, legends and controls)
+        "The Transformer (base model):": "Transformer（base 模型）：",
+        "encoder (left), decoder (right)": "编码器（左），解码器（右）",
+        "Encoder-only: padding mask": "纯编码器：填充掩码",
+        "Decoder-only: causal mask": "纯解码器：因果掩码",
+        "Encoder-decoder, decoder self-attention: causal and padding": "编码器-解码器，解码器自注意力：因果与填充",
+        "Encoder-decoder, cross-attention: source padding": "编码器-解码器，交叉注意力：源端填充",
+        "Chapter 1: self-attention": "第 1 章：自注意力",
+        "measured forward time (ms)": "实测前向计算时间（ms）",
+        "sequential steps": "串行步数",
+        "sequence length T": "序列长度 T",
+        "RNN arithmetic, no recurrence": "RNN 的运算，去掉循环依赖",
+        "distance T - t (tokens back)": "距离 T - t（往回数的词元数）",
+        "distance T - t": "距离 T - t",
+        "chance (1/8)": "随机猜测（1/8）",
+        "distance k (distractors between key and answer)": "距离 k（键与答案之间的干扰符号数）",
+        "test accuracy": "测试准确率",
+        "Chapter 2: tokens and embeddings": "第 2 章：词元与嵌入",
+        "merges:": "合并次数：",
+        "Vocabulary size against sequence length": "词表大小与序列长度",
+        "vocabulary size": "词表大小",
+        "tokens per sentence (corpus average)": "每句的词元数（语料库平均）",
+        "character tokenizer": "字符分词器",
+        "word tokenizer": "词分词器",
+        "padding mask: 1 = real token": "填充掩码：1 = 真实词元",
+        "Frenchy embeddings after training (2-D projection)": "训练后的 Frenchy 嵌入（2-D 投影）",
+        "Frenchy embeddings before training (2-D projection)": "训练前的 Frenchy 嵌入（2-D 投影）",
+        "English embeddings after training (2-D projection)": "训练后的英语嵌入（2-D 投影）",
+        "English embeddings before training (2-D projection)": "训练前的英语嵌入（2-D 投影）",
+        "Frenchy embeddings, after training": "Frenchy 嵌入，训练后",
+        "Frenchy embeddings, before training": "Frenchy 嵌入，训练前",
+        "English embeddings, after training": "英语嵌入，训练后",
+        "English embeddings, before training": "英语嵌入，训练前",
+        "first principal component": "第一主成分",
+        "second principal component": "第二主成分",
+        "Chapter 3: positional encoding": "第 3 章：位置编码",
+        "PE(pos, dimension)": "PE(pos, 维度)",
+        "input dimension": "输入维度",
+        "output dimension": "输出维度",
+        "interleaved (paper)": "交错（论文）",
+        "concatenated (Tensor2Tensor)": "拼接（Tensor2Tensor）",
+        "Training loss on reversal": "反转任务上的训练损失",
+        "sinusoidal": "正弦",
+        "learned": "学习得到的",
+        "normalised dot product": "归一化的点积",
+        "Chapter 4: attention": "第 4 章：注意力",
+        "matmul": "矩阵乘法",
+        "out": "输出",
+        "Variance of a dot product of random vectors": "随机向量点积的方差",
+        "variance": "方差",
+        "log2 d_k:": "log2 d_k：",
+        "head": "头",
+        "Chapter 5: the masked attention": "第 5 章：掩码注意力",
+        "Training loss on the copy task": "复制任务上的训练损失",
+        "with causal mask": "有因果掩码",
+        "without (peeking)": "无因果掩码（偷看）",
+        "lowest honest loss": "诚实模型的最低损失",
+        "Chapter 6: multi-head attention": "第 6 章：多头注意力",
+        "Chapter 6b: the rest of the encoder block": "第 6b 章：编码器块的其余部分",
+        "Gradient norm of each layer's W₂ at initialisation (12 layers)": "初始化时各层 W₂ 的梯度范数（12 层）",
+        "both": "两者",
+        "layer (1 = next to the embeddings)": "层（1 = 紧挨嵌入的一层）",
+        "‖∂loss/∂W₂‖": "‖∂损失/∂W₂‖",
+        "Chapter 7: cross-attention and decoding": "第 7 章：交叉注意力与解码",
+        "Training loss (cross-entropy with label smoothing 0.1)": "训练损失（带 0.1 标签平滑的交叉熵）",
+        "recipe (checkpoint)": "配方（检查点）",
+        "live run above": "上面的现场运行",
+        "Last layer, mean of heads; circles: gold alignment": "最后一层，各头平均；圆圈：标准对齐",
+        "target token (query)": "目标词元（查询）",
+        "source token (key)": "源词元（键）",
+        "gold": "标准对齐",
+        "temperature T =": "温度系数 T =",
+        "probability": "概率",
+        "probability · ␣ = ▁, a space before the word": "概率 · ␣ = ▁，词前的空格",
+        "Chapter 7b: decoding fast, and the output": "第 7b 章：快速解码与输出",
+        "Greedy decoding time": "贪心搜索用时",
+        "tokens generated": "生成的词元数",
+        "seconds": "秒",
+        "with KV cache": "使用 KV 缓存",
+        "without cache": "不使用缓存",
+        "label smoothing ε =": "标签平滑 ε =",
+        "target probability": "目标概率",
+        "One attention head, d_k = 64 (log-log: slope 2 = quadratic)": "单个注意力头，d_k = 64（双对数坐标：斜率 2 = 二次方）",
+        "sequence length n": "序列长度 n",
+        "weights memory (MB)": "权重内存 (MB)",
+        "time (ms)": "时间 (ms)",
+        "encoder-only: self": "纯编码器：自注意力",
+        "decoder-only: self": "纯解码器：自注意力",
+        "enc-dec: decoder self": "编码器-解码器：解码器自注意力",
+        "enc-dec: cross": "编码器-解码器：交叉注意力",
+        "Masks of the three families (rows: queries, columns: keys)": "三个家族的掩码（行：查询，列：键）",
+        "Chapter 8: the paper's dropout sites<br>(embedding sums, sub-layer outputs)": "第 8 章：论文中使用暂退法的位置<br>（嵌入之和、子层输出）",
+        "Chapter 8: the paper's dropout sites": "第 8 章：论文中使用暂退法的位置",
+        "(embedding sums, sub-layer outputs)": "（嵌入之和、子层输出）",
+        "Chapter 8: the paper's dropout sites (embedding sums, sub-layer outputs)": "第 8 章：论文中使用暂退法的位置（嵌入之和、子层输出）",
+        "Learning rate against training step": "学习率随训练步数的变化",
+        "step (paper)": "步（论文）",
+        "step (chapter 7)": "步（第 7 章）",
+        "learning rate": "学习率",
+        "paper: d_model 512, warm-up 4000": "论文：d_model 512，预热 4000 步",
+        "chapter 7: d_model 64, warm-up 200": "第 7 章：d_model 64，预热 200 步",
+        "held-out loss": "留出集损失",
+        "gradient norm": "梯度范数",
+        "recipe": "配方",
+        "no warm-up": "不预热",
+        "no clipping": "不裁剪",
+        "no warm-up, no clipping": "不预热，不裁剪",
+        "key · ␣ = ▁, a space before the word": "键 · ␣ = ▁，词前的空格",
+        "source token (key, value) · ␣ = ▁, a space before the word": "源词元（键、值） · ␣ = ▁，词前的空格",
+        'Weight from "it" to "animal", every head': "“it” 放在 “animal” 上的权重，每个头",
+        "Average weight on: previous": "平均权重：前一个词元",
+        "Average weight on: next": "平均权重：后一个词元",
+        "Average weight on: self": "平均权重：自身",
+        "Average weight on: [CLS]": "平均权重：[CLS]",
+        "Average weight on: [SEP]": "平均权重：[SEP]",
+        "previous": "前一个",
+        "next": "后一个",
+        "self": "自身",
+        "Cosine similarity of sentence vectors": "句向量的余弦相似度",
+        "sentence": "句子",
+        "Influence of an input d steps back on the last output": "d 步之前的输入对最后一个输出的影响",
+        "distance d": "距离 d",
+        "rnn": "RNN",
+        "Share of forward FLOPs by kind": "前向 FLOPs 按计算类别的占比",
+        "base (d_model 512, 6+6 layers)": "base（d_model 512，6+6 层）",
+        "big (d_model 1024, 16 heads, d_ff 4096)": "big（d_model 1024，16 个头，d_ff 4096）",
+        "this book's toy size (d_model 32)": "本书的玩具规模（d_model 32）",
+        "sequence length n (source = target)": "序列长度 n（源 = 目标）",
+        "share of FLOPs": "FLOPs 占比",
+        "peak memory (MiB)": "峰值内存（MiB）",
+        "time per call (ms)": "每次调用的时间（ms）",
+        "Eager attention against the fused kernel (SDPA), one batch of 4 heads": "eager 注意力与融合内核（SDPA）的比较：一个批量，4 个头",
+        "length n": "长度 n",
+        "B·H·n²·4 bytes": "B·H·n²·4 字节",
+        "Greedy decoding: time per generated token": "贪心搜索：每生成一个词元的时间",
+        "ms per token": "每个词元的毫秒数",
     }
 }
 
 # Labels with a number or a name in them: (English pattern, Chinese template with the same groups)
 PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
     "zh": [
+        # the chapters' figures (before the general patterns below: some are more specific cases of them)
+        (
+            re.compile(r"^Gradient against distance, untrained layers, T = (\d+)$"),
+            r"梯度随距离的变化，未训练的层，T = \1",
+        ),
+        (re.compile(r"^Plain RNN with spectral radius ρ = (\S+)$"), r"谱半径 ρ = \1 的普通 RNN"),
+        (re.compile(r"^RNN, ρ = (\S+)$"), r"RNN，ρ = \1"),
+        (re.compile(r"^self-attention, T = (\d+): far/near ratio (\S+)$"), r"自注意力，T = \1：远/近梯度比 \2"),
+        (re.compile(r"^(\w+), T = (\d+): far/near ratio (\S+)$"), r"\1，T = \2：远/近梯度比 \3"),
+        (re.compile(r"^Recall after (\d+) training steps$"), r"训练 \1 步后的回忆准确率"),
+        (re.compile(r"^Forward pass, batch (\d+), d_model (\d+), on (.+)$"), r"前向计算，批量 \1，d_model \2，设备 \3"),
+        (
+            re.compile(r"^(\d+) merges: vocabulary (\d+), (\d+) tokens for (\d+) characters$"),
+            r"\1 次合并：词表 \2，\4 个字符切成 \3 个词元",
+        ),
+        (re.compile(r"^(\d+) positions$"), r"\1 个位置"),
+        (re.compile(r"^position (\w+)$"), r"位置 \1"),
+        (re.compile(r"^distance (\w+)$"), r"距离 \1"),
+        (re.compile(r"^dimension (\d+) \(i=(\d+)\)$"), r"维度 \1（i=\2）"),
+        (re.compile(r"^M_k for k=(\d+), d_model=(\d+): block-diagonal$"), r"M_k（k=\1，d_model=\2）：分块对角"),
+        (re.compile(r"^PE\(p\) · PE\(q\) for d_model=(\d+)$"), r"PE(p) · PE(q)，d_model=\1"),
+        (
+            re.compile(r"^Learned source position table \(rows (\d+)-(\d+) never trained\)$"),
+            r"学习得到的源端位置表（第 \1-\2 行从未训练）",
+        ),
+        (re.compile(r"^softmax weights of one query over (\d+) keys$"), r"一个查询在 \1 个键上的 softmax 权重"),
+        (re.compile(r"^÷√d_k: max ([\d.]+), entropy ([\d.]+)$"), r"÷√d_k：最大值 \1，熵 \2"),
+        (re.compile(r"^('.*'): layer (\d+), head (\d+)$"), r"\1：第 \2 层，第 \3 个头"),
+        (re.compile(r"^padding mask: (.*)$"), r"填充掩码：\1"),
+        (re.compile(r"^causal mask: (.*)$"), r"因果掩码：\1"),
+        (re.compile(r"^combined mask: (.*)$"), r"组合掩码：\1"),
+        (
+            re.compile(r"^head (\d+), padding mask: largest weight on a blocked key (\S+), row sums (.*)$"),
+            r"头 \1，填充掩码：被屏蔽的键上的最大权重 \2，各行之和 \3",
+        ),
+        (
+            re.compile(r"^head (\d+), causal mask: largest weight on a blocked key (\S+), row sums (.*)$"),
+            r"头 \1，因果掩码：被屏蔽的键上的最大权重 \2，各行之和 \3",
+        ),
+        (
+            re.compile(r"^head (\d+), combined mask: largest weight on a blocked key (\S+), row sums (.*)$"),
+            r"头 \1，组合掩码：被屏蔽的键上的最大权重 \2，各行之和 \3",
+        ),
+        (re.compile(r"^Encoder self-attention: layer (\d+), head (\d+)$"), r"编码器自注意力：第 \1 层，第 \2 个头"),
+        (re.compile(r"^layer (\d+), head (\d+): (.*)$"), r"第 \1 层，第 \2 个头：\3"),
+        (
+            re.compile(r"^(post|pre)-LN, (\d+) layers: top 3 / bottom 3 = (\S+)$"),
+            r"\1-LN，\2 层：顶部 3 层 / 底部 3 层 = \3",
+        ),
+        (re.compile(r"^Cross-attention: layer (\d+), head (\d+)$"), r"交叉注意力：第 \1 层，第 \2 个头"),
+        (re.compile(r"^Next-token candidates for: (.*)$"), r"下一个词元的候选：\1"),
+        (re.compile(r"^step (\d+), read so far: (.*)$"), r"第 \1 步，已读入：\2"),
+        (
+            re.compile(r"^Next token after '(.*)': the (\d+) most likely tokens$"),
+            r"“\1”之后的下一个词元：概率最高的 \2 个词元",
+        ),
+        (
+            re.compile(r"^T = (\S+), top-k = off, top-p = (\S+): (\d+) of (\d+) tokens can be drawn$"),
+            r"T = \1，top-k = 关闭，top-p = \2：\4 个词元中有 \3 个可以被抽到",
+        ),
+        (
+            re.compile(r"^T = (\S+), top-k = (\d+), top-p = (\S+): (\d+) of (\d+) tokens can be drawn$"),
+            r"T = \1，top-k = \2，top-p = \3：\5 个词元中有 \4 个可以被抽到",
+        ),
+        (
+            re.compile(
+                r"^Target distribution for '(.*)' \((\d+) of the (\d+) tokens shown; each other token gets ε / V\)$"
+            ),
+            r"“\1”的目标分布（显示 \3 个词元中的 \2 个；其余每个词元得到 ε / V）",
+        ),
+        (re.compile(r"^ε = (\S+)$"), r"ε = \1"),
+        (
+            re.compile(r"^One choice changed at a time \((\d+) seeds: mean and range\)$"),
+            r"每次只改变一个选择（\1 个随机种子：均值与范围）",
+        ),
+        (re.compile(r"^chapter 7: d_model (\d+), warm-up (\d+)$"), r"第 7 章：d_model \1，预热 \2 步"),
+        (re.compile(r"^paper: d_model (\d+), warm-up (\d+)$"), r"论文：d_model \1，预热 \2 步"),
+        (re.compile(r"^\+(\d+) positions$"), r"+\1 个位置"),
+        (re.compile(r"^Layer (\d+), head (\d+)$"), r"第 \1 层，第 \2 个头"),
+        (re.compile(r"^base \(d_model (\d+), (\d+)\+(\d+) layers\)$"), r"base（d_model \1，\2+\3 层）"),
+        (re.compile(r"^big \(d_model (\d+), (\d+) heads, d_ff (\d+)\)$"), r"big（d_model \1，\2 个头，d_ff \3）"),
+        (re.compile(r"^this book's toy size \(d_model (\d+)\)$"), r"本书的玩具规模（d_model \1）"),
+        (
+            re.compile(r"^Eager attention against the fused kernel \(SDPA\), one batch of (\d+) heads$"),
+            r"eager 注意力与融合内核（SDPA）的比较：一个批量，\1 个头",
+        ),
         (re.compile(r"^layer (\d+), head (\d+)$"), r"第 \1 层，第 \2 个头"),
         (re.compile(r"^layer (\d+)$"), r"第 \1 层"),
         (re.compile(r"^head (\d+)$"), r"头 \1"),
@@ -139,7 +361,13 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
 }
 
 # Where a plotly figure keeps words a reader sees (the keys whose string values are labels)
-_TEXT_KEYS = ("text", "name", "label", "prefix")  # not meta.alt: a generated sentence, English for now
+_TEXT_KEYS = ("text", "name", "label", "prefix", "title")  # not meta.alt: a generated sentence, English for now
+
+
+def _is_label(key: str, value: Any) -> bool:
+    """A string under a text key, also in the dotted form that a slider's step or a menu's entry uses to change the
+    figure (``{"title.text": ...}``, ``{"xaxis.title": ...}``)."""
+    return isinstance(value, str) and key.rsplit(".", 1)[-1] in _TEXT_KEYS
 
 
 def translate(label: str, lang: str) -> str:
@@ -172,7 +400,7 @@ def translate(label: str, lang: str) -> str:
 def _walk(node: Any, lang: str) -> Any:
     if isinstance(node, dict):
         return {
-            key: translate(value, lang) if key in _TEXT_KEYS and isinstance(value, str) else _walk(value, lang)
+            key: translate(value, lang) if _is_label(key, value) else _walk(value, lang)
             for key, value in node.items()
         }
     if isinstance(node, list):
@@ -205,7 +433,7 @@ def figure_texts(figure: dict[str, Any]) -> list[str]:
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
-                if key in _TEXT_KEYS and isinstance(value, str):
+                if _is_label(key, value):
                     found.append(value)
                 else:
                     walk(value)

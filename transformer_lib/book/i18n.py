@@ -19,7 +19,17 @@ import re
 from collections import Counter
 from typing import Any
 
-__all__ = ["LANGUAGES", "TRANSLATED", "SUBDIR", "site_language", "kept_parts", "message_problems", "setup"]
+__all__ = [
+    "LANGUAGES",
+    "TRANSLATED",
+    "SUBDIR",
+    "PAGE_TEXT",
+    "site_language",
+    "kept_parts",
+    "message_problems",
+    "translate_page_text",
+    "setup",
+]
 
 # Sphinx language code -> (the html lang attribute, the switch's label for that language)
 LANGUAGES: dict[str, tuple[str, str]] = {"en": ("en", "English"), "zh_CN": ("zh-CN", "中文")}
@@ -121,6 +131,58 @@ def message_problems(msgid: str, msgstr: str, *, markdown: bool = True) -> list[
     return problems
 
 
+# The site's own words that are not in any catalog: the toggles of hidden cells (their text is a notebook's cell
+# metadata, code_prompt_show / code_prompt_hide, or myst-nb's default), the <summary> of hints and solutions (raw
+# HTML in the notebooks) and the source panels of transformer_lib.book.source. Only inside these HTML fragments,
+# so that the same words in prose or code are never touched.
+_TOGGLE = re.compile(r'(<p class="(?:collapsed|expanded) admonition-title">)([^<]+)(</p>)')
+_SUMMARY = re.compile(r"<summary>(Hint|Solution)</summary>")
+_SOURCE = re.compile(r"<summary>Source of (<code>[^<]*</code>), (\d+) lines( \(click to unfold\))?</summary>")
+PAGE_TEXT: dict[str, dict[str, str]] = {
+    "zh_CN": {
+        "Show the check behind the text": "显示正文背后的检查",
+        "Hide the check": "隐藏检查",
+        "Show the solution": "显示解答",
+        "Hide the solution": "隐藏解答",
+        "Show code cell source": "显示代码",
+        "Hide code cell source": "隐藏代码",
+        "Show code cell output": "显示输出",
+        "Hide code cell output": "隐藏输出",
+        "Show code cell content": "显示代码单元",
+        "Hide code cell content": "隐藏代码单元",
+        "Hint": "提示",
+        "Solution": "解答",
+        "Source of {name}, {n} lines": "{name} 的源码，共 {n} 行",
+        " (click to unfold)": "（点击展开）",
+    }
+}
+
+
+def translate_page_text(body: str, language: str) -> str:
+    """A built page's HTML with the site's own words (:data:`PAGE_TEXT`) in ``language``; words it has no
+    translation for stay English.
+
+    >>> translate_page_text('<p class="collapsed admonition-title">Show the solution</p>', "zh_CN")
+    '<p class="collapsed admonition-title">显示解答</p>'
+    >>> translate_page_text("<summary>Source of <code>tl.f</code>, 40 lines (click to unfold)</summary>", "zh_CN")
+    '<summary><code>tl.f</code> 的源码，共 40 行（点击展开）</summary>'
+    """
+    words = PAGE_TEXT.get(language)
+    if not words:
+        return body
+    body = _TOGGLE.sub(lambda m: m[1] + words.get(m[2], m[2]) + m[3], body)
+    body = _SUMMARY.sub(lambda m: f"<summary>{words.get(m[1], m[1])}</summary>", body)
+    return _SOURCE.sub(
+        lambda m: (
+            "<summary>"
+            + words["Source of {name}, {n} lines"].format(name=m[1], n=m[2])
+            + (words.get(m[3], m[3]) if m[3] else "")
+            + "</summary>"
+        ),
+        body,
+    )
+
+
 def site_language(config: Any) -> str:
     """The language a build writes ("en" or "zh_CN"), from Sphinx's config."""
     language = getattr(config, "language", None) or "en"
@@ -148,6 +210,8 @@ def setup(app: Any) -> dict[str, Any]:
         if app.builder.format != "html":
             return
         context["metatags"] = context.get("metatags", "") + _alternates(app, pagename, context)
+        if site_language(app.config) != "en" and "body" in context:
+            context["body"] = translate_page_text(context["body"], site_language(app.config))
 
     def add_files(app: Any) -> None:
         app.add_js_file("language.js")

@@ -26,10 +26,10 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # How every figure's toolbar is set up, in Jupyter (transformer_lib.book.style gives it to plotly's renderer) and on
 # the website (below): no plotly logo, and no "Share chart..." button, which would upload the figure's data to an
 # outside service. Zoom, pan and "download as PNG" stay; they work on the reader's machine only.
+# (showEditInChartStudio is false by default in plotly.js, and plotly.py warns about it as an unknown option.)
 PLOTLY_CONFIG: dict[str, Any] = {
     "displaylogo": False,
     "showSendToCloud": False,
-    "showEditInChartStudio": False,
     "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud", "editInChartStudio"],
     "plotlyServerURL": "",
 }

@@ -174,7 +174,9 @@ LABELS: dict[str, dict[str, str]] = {
         "without cache": "不使用缓存",
         "label smoothing ε =": "标签平滑 ε =",
         "target probability": "目标概率",
-        "One attention head, d_k = 64 (log-log: slope 2 = quadratic)": "单个注意力头，d_k = 64（双对数坐标：斜率 2 = 二次方）",
+        "One attention head, d_k = 64 (log-log: slope 2 = quadratic)": (
+            "单个注意力头，d_k = 64（双对数坐标：斜率 2 = 二次方）"
+        ),
         "sequence length n": "序列长度 n",
         "weights memory (MB)": "权重内存 (MB)",
         "time (ms)": "时间 (ms)",
@@ -183,10 +185,14 @@ LABELS: dict[str, dict[str, str]] = {
         "enc-dec: decoder self": "编码器-解码器：解码器自注意力",
         "enc-dec: cross": "编码器-解码器：交叉注意力",
         "Masks of the three families (rows: queries, columns: keys)": "三个家族的掩码（行：查询，列：键）",
-        "Chapter 8: the paper's dropout sites<br>(embedding sums, sub-layer outputs)": "第 8 章：论文中使用暂退法的位置<br>（嵌入之和、子层输出）",
+        "Chapter 8: the paper's dropout sites<br>(embedding sums, sub-layer outputs)": (
+            "第 8 章：论文中使用暂退法的位置<br>（嵌入之和、子层输出）"
+        ),
         "Chapter 8: the paper's dropout sites": "第 8 章：论文中使用暂退法的位置",
         "(embedding sums, sub-layer outputs)": "（嵌入之和、子层输出）",
-        "Chapter 8: the paper's dropout sites (embedding sums, sub-layer outputs)": "第 8 章：论文中使用暂退法的位置（嵌入之和、子层输出）",
+        "Chapter 8: the paper's dropout sites (embedding sums, sub-layer outputs)": (
+            "第 8 章：论文中使用暂退法的位置（嵌入之和、子层输出）"
+        ),
         "Learning rate against training step": "学习率随训练步数的变化",
         "step (paper)": "步（论文）",
         "step (chapter 7)": "步（第 7 章）",
@@ -223,7 +229,9 @@ LABELS: dict[str, dict[str, str]] = {
         "share of FLOPs": "FLOPs 占比",
         "peak memory (MiB)": "峰值内存（MiB）",
         "time per call (ms)": "每次调用的时间（ms）",
-        "Eager attention against the fused kernel (SDPA), one batch of 4 heads": "eager 注意力与融合内核（SDPA）的比较：一个批量，4 个头",
+        "Eager attention against the fused kernel (SDPA), one batch of 4 heads": (
+            "eager 注意力与融合内核（SDPA）的比较：一个批量，4 个头"
+        ),
         "length n": "长度 n",
         "B·H·n²·4 bytes": "B·H·n²·4 字节",
         "Greedy decoding: time per generated token": "贪心搜索：每生成一个词元的时间",
@@ -400,8 +408,7 @@ def translate(label: str, lang: str) -> str:
 def _walk(node: Any, lang: str) -> Any:
     if isinstance(node, dict):
         return {
-            key: translate(value, lang) if _is_label(key, value) else _walk(value, lang)
-            for key, value in node.items()
+            key: translate(value, lang) if _is_label(key, value) else _walk(value, lang) for key, value in node.items()
         }
     if isinstance(node, list):
         return [_walk(item, lang) for item in node]

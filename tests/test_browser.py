@@ -406,8 +406,10 @@ def _scan_every_page(browser, site_url: str, check: str, width: int = 1280, heig
     return _SCANNED[(width, height)][check]
 
 
-def _scan(browser, site_url: str, scripts: dict[str, str], width: int, height: int) -> dict[str, dict[str, list]]:
-    pages = _site_pages()
+def _scan(
+    browser, site_url: str, scripts: dict[str, str], width: int, height: int, pages: list[str] | None = None
+) -> dict[str, dict[str, list]]:
+    pages = _site_pages() if pages is None else pages
     if not pages:
         pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
     context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")

@@ -88,6 +88,16 @@ def test_a_translated_page_reads_in_chinese(page: str, browser, site_url: str) -
         assert share > 0.5, f"{page}: only {share:.0%} of the prose's letters are Chinese"
         if visit.page.locator(".cell .cell_input").count():
             assert visit.page.locator(".tl-hide-code-label").inner_text() in ("隐藏代码", "显示代码")
+        shown = visit.page.evaluate(  # what the page itself says: not the printed output of the code
+            "() => { const a = document.querySelector('article').cloneNode(true);"
+            " a.querySelectorAll('.cell_output, pre, code').forEach(e => e.remove()); return a.textContent; }"
+        )
+        english = [
+            words
+            for words in i18n.PAGE_TEXT["zh_CN"]
+            if "{" not in words and re.search(rf"(?<!\w){re.escape(words.strip())}(?!\w)", shown)
+        ]
+        assert not english, f"{page}: the site's own words still in English: {english}"
     finally:
         visit.close()
 
@@ -103,3 +113,15 @@ def test_a_diagram_on_the_chinese_site_has_chinese_labels(browser, site_url: str
         assert any("自注意力" in t and "前馈层" in t for t in text), [t[:200] for t in text]
     finally:
         visit.close()
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_chinese_figures_keep_their_text_apart(width: int, height: int, browser, site_url: str) -> None:
+    """The English pages' figure-text check (test_browser.py) on the Chinese pages, whose labels have other
+    lengths: no two texts of a figure intersect, none leaves its figure, none is under 9 px on a phone."""
+    pages = _zh_checked()
+    if not pages:
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    check = {"figure_text": tb.SCANS[(width, height)]["figure_text"]}
+    problems = tb._scan(browser, site_url, check, width, height, pages)["figure_text"]
+    assert not problems, problems

@@ -301,21 +301,25 @@
   function hits(a, b, pad) {
     return a.left < b.right - pad && b.left < a.right - pad && a.top < b.bottom - pad && b.top < a.bottom - pad;
   }
-  function wrapTo(text, chars) {  // break each line of a label at spaces so that no line is longer than `chars`
+  // A label's lines break between words, and between any two Chinese characters (a CJK character is as wide as two
+  // Latin letters, so it counts twice)
+  var CJK = /[\u2e80-\u9fff\uff00-\uffef]/;
+  function width(text) { return text.length + (text.match(new RegExp(CJK.source, "g")) || []).length; }
+  function wrapTo(text, chars) {  // break each line of a label so that no line is wider than `chars`
     return text.split("<br>").map(function (line) {
-      if (line.length <= chars || line.indexOf(" ") < 0) { return line; }
-      var out = [], current = "";
-      line.split(" ").forEach(function (word) {
-        if (current && (current + " " + word).length > chars) { out.push(current); current = word; }
-        else { current = current ? current + " " + word : word; }
-      });
+      if (width(line) <= chars) { return line; }
+      var out = [], current = "", unit = /(\s*)([\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+)/g, m;
+      while ((m = unit.exec(line))) {
+        var next = current ? current + (m[1] ? " " : "") + m[2] : m[2];
+        if (current && width(next) > chars) { out.push(current); current = m[2]; } else { current = next; }
+      }
       out.push(current);
       return out.join("<br>");
     }).join("<br>");
   }
   function longestLine(text) {
     return Math.max.apply(null, text.replace(/<[^>]+>/g, function (tag) { return tag === "<br>" ? "\n" : ""; })
-      .split("\n").map(function (line) { return line.length; }));
+      .split("\n").map(width));
   }
   function wrapTexts(gd) {
     var page = gd.getBoundingClientRect(), update = {}, title = gd.querySelector("text.gtitle");
@@ -325,6 +329,11 @@
       var room = page.right - 6 - Math.max(box.left, page.left + 4);
       update["title.text"] = wrapTo(titleText, Math.floor(longestLine(titleText) * room / box.width));
     }
+    if (isDiagram(gd.layout)) {  // a diagram's labels sit in its boxes (fitDiagram): only its title may need lines
+      return Object.keys(update).length ? window.Plotly.relayout(gd, update) : Promise.resolve();
+    }
+    var ticks = [];
+    gd.querySelectorAll("g[class$='tick'] > text").forEach(function (t) { var r = visible(t); if (r) { ticks.push(r); } });
     var notes = [];
     gd.querySelectorAll("g.annotation").forEach(function (g) {
       var i = +g.getAttribute("data-index"), a = (gd.layout.annotations || [])[i], r = visible(g);
@@ -335,6 +344,11 @@
       notes.forEach(function (m) {  // a neighbour on the same line (subplot titles side by side)
         var other = (m.r.left + m.r.right) / 2;
         if (m !== n && m.r.top < n.r.bottom && n.r.top < m.r.bottom) { room = Math.min(room, Math.abs(other - centre) - 8); }
+      });
+      ticks.forEach(function (q) {  // a tick label beside it (the top of an axis): the title narrows to clear it
+        if (hits(n.r, q, 1)) {
+          room = Math.min(room, 2 * (q.left >= centre ? q.left - centre : centre - q.right) - 4);
+        }
       });
       if (n.r.width > room && room > 20) {
         var text = wrapTo(n.a.text, Math.max(6, Math.floor(longestLine(n.a.text) * room / n.r.width)));
@@ -415,15 +429,16 @@
     });
   }
   function fitTexts(gd) {
-    if (isDiagram(gd.layout) || gd.tlTextsFitted) { return Promise.resolve(); }
+    if (gd.tlTextsFitted) { return Promise.resolve(); }
     gd.tlTextsFitted = true;
+    if (isDiagram(gd.layout)) { return wrapTexts(gd); }
     return wrapTexts(gd).then(function () { return colourBarBelowLabels(gd); })
       .then(function () { return roomForTitle(gd); });
   }
   window.tlPlotlyTheme = function (gd) {
     if (!window.Plotly || !gd || !gd.layout) { return Promise.resolve(); }
     var narrow = gd.tlNarrow ? Promise.resolve(squareCells(gd)).then(function () { return menusFromTheEdge(gd); })
-                             : fitDiagram(gd);
+                             : fitDiagram(gd);  // (a diagram first shrinks its labels, then its title may wrap)
     return Promise.resolve(narrow).then(function () { return fitTexts(gd); }).then(function () {
       apply(gd);
       gd.classList.add("tl-fitted");  // laid out for this width (tests wait for it)

@@ -12,40 +12,82 @@ const HEATMAP_COLORS = [
   [1, "rgb(8,48,107)"]];
 const RERUN_DELAY_MS = 120; // a moved slider re-translates once it has been still this long
 
+// The page's words in the site's language (the Chinese site sets <html lang="zh-CN">; transformer_lib/book/i18n.py)
+const WORDS = {
+  en: {
+    english: "English", translate: "Translate", method: "method", greedy: "greedy", beam: "beam search",
+    sample: "sampling", beamSize: "beam size", lengthPenalty: "length penalty α", temperature: "temperature",
+    seed: "seed", crossOf: "cross-attention of", layer: "layer", head: "head", meanOfHeads: "mean of heads",
+    stepsSummary: "Step by step: the top candidates at each step",
+    firstLoad: "The first translation loads the runtime and the model (once); after that everything runs here, offline.",
+    loading: "Loading the runtime and the model …",
+    readAs: text => `Read as “${text}” (the toy grammar's form: lower case, no punctuation, single spaces). `,
+    unknown: (n, words, known) => `Not in the model's vocabulary: ${words}. The model reads ${n === 1 ? "it" : "them"} ` +
+      `as <unk>, so ${n === 1 ? "that part" : "those parts"} cannot be translated right. It knows ${known} English ` +
+      "words: try one of the examples.",
+    timing: (ms, calls) => `Translated in ${ms} ms in this browser (encoder once, decoder ${calls} times)`,
+    loadTook: ms => `; loading the runtime and the model took ${ms} ms.`,
+    heatmapTitle: (layer, which) => `Cross-attention, layer ${layer}, ${which}`, headN: n => `head ${n}`,
+    source: "source (English)", written: "written",
+    hover: "writes %{customdata[0]}<br>reads %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+    step: "step", reads: "reads", writes: "writes", top: "top candidates (probability)",
+    beamHeader: "the best 2k extensions: a beam's last token + a new token, log-probability (✔ ended with &lt;eos&gt;)",
+  },
+  zh: {
+    english: "英语", translate: "翻译", method: "方法", greedy: "贪心搜索", beam: "束搜索", sample: "采样",
+    beamSize: "束宽", lengthPenalty: "长度惩罚 α", temperature: "温度", seed: "随机种子",
+    crossOf: "交叉注意力：", layer: "层", head: "头", meanOfHeads: "各头平均",
+    stepsSummary: "逐步查看：每一步的最佳候选",
+    firstLoad: "第一次翻译时加载运行时和模型（只加载一次）；之后一切都在这里离线运行。",
+    loading: "正在加载运行时和模型……",
+    readAs: text => `按“${text}”读取（玩具语法的形式：小写、无标点、单个空格）。`,
+    unknown: (n, words, known) => `不在模型词表中：${words}。模型把${n === 1 ? "它" : "它们"}读作 <unk>，` +
+      `所以这${n === 1 ? "一" : "些"}部分无法正确翻译。模型认识 ${known} 个英语单词：试试其中一个例句。`,
+    timing: (ms, calls) => `在这个浏览器中翻译用时 ${ms} ms（编码器 1 次，解码器 ${calls} 次）`,
+    loadTook: ms => `；加载运行时和模型用时 ${ms} ms。`,
+    heatmapTitle: (layer, which) => `交叉注意力，第 ${layer} 层，${which}`, headN: n => `头 ${n}`,
+    source: "源句（英语）", written: "已写出",
+    hover: "写出 %{customdata[0]}<br>读取 %{customdata[1]}<br>权重 %{z:.3f}<extra></extra>",
+    step: "步", reads: "读取", writes: "写出", top: "最佳候选（概率）",
+    beamHeader: "最好的 2k 个扩展：某条束的最后一个词元 + 一个新词元，对数概率（✔ 以 &lt;eos&gt; 结束）",
+  },
+};
+const W = document.documentElement.lang === "zh-CN" ? WORDS.zh : WORDS.en;
+
 const CONTROLS = `
 <div class="tl-lt-row">
-  <label class="tl-lt-text">English
+  <label class="tl-lt-text">${W.english}
     <input type="text" name="text" list="LIST" autocomplete="off" spellcheck="false"></label>
-  <button type="button" name="go">Translate</button>
+  <button type="button" name="go">${W.translate}</button>
 </div>
 <datalist id="LIST"></datalist>
 <div class="tl-lt-row">
-  <label>method <select name="method">
-    <option value="greedy">greedy</option>
-    <option value="beam">beam search</option>
-    <option value="sample">sampling</option>
+  <label>${W.method} <select name="method">
+    <option value="greedy">${W.greedy}</option>
+    <option value="beam">${W.beam}</option>
+    <option value="sample">${W.sample}</option>
   </select></label>
-  <label data-for="beam">beam size
+  <label data-for="beam">${W.beamSize}
     <input type="range" name="beamSize" min="1" max="8" step="1" value="4"><output></output></label>
-  <label data-for="beam">length penalty α
+  <label data-for="beam">${W.lengthPenalty}
     <input type="range" name="lengthPenalty" min="0" max="2" step="0.1" value="0.6"><output></output></label>
-  <label data-for="sample">temperature
+  <label data-for="sample">${W.temperature}
     <input type="range" name="temperature" min="0.1" max="3" step="0.1" value="1"><output></output></label>
   <label data-for="sample">top-k
     <input type="range" name="topK" min="0" max="20" step="1" value="0"><output></output></label>
   <label data-for="sample">top-p
     <input type="range" name="topP" min="0.05" max="1" step="0.05" value="1"><output></output></label>
-  <label data-for="sample">seed <input type="number" name="seed" min="0" max="99999" step="1" value="0"></label>
+  <label data-for="sample">${W.seed} <input type="number" name="seed" min="0" max="99999" step="1" value="0"></label>
 </div>
 <p class="tl-lt-message" role="status"></p>
 <p class="tl-lt-output" aria-live="polite"></p>
 <p class="tl-lt-timing"></p>
 <div class="tl-lt-row">
-  <label>cross-attention of <select name="layer" aria-label="layer"></select></label>
-  <select name="head" aria-label="head"></select>
+  <label>${W.crossOf} <select name="layer" aria-label="${W.layer}"></select></label>
+  <select name="head" aria-label="${W.head}"></select>
 </div>
 <div class="tl-lt-heatmap"></div>
-<details class="tl-lt-steps-box" open><summary>Step by step: the top candidates at each step</summary>
+<details class="tl-lt-steps-box" open><summary>${W.stepsSummary}</summary>
   <div class="tl-lt-steps"></div></details>`;
 
 const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
@@ -80,19 +122,19 @@ function heatmapFigure(result, meta, layer, head) {
   const plain = token => token.replaceAll(meta.space_mark, "");
   const src = result.pieces.map(plain);
   const written = result.tokens.slice(1).map(id => plain(meta.tgt_tokens[id]));
-  const which = head === "mean" ? "mean of heads" : `head ${Number(head) + 1}`;
+  const which = head === "mean" ? W.meanOfHeads : W.headN(Number(head) + 1);
   // numeric axes with tick labels: a word that occurs twice keeps two columns (categories would merge them)
   const axis = labels => ({ tickmode: "array", tickvals: labels.map((_, i) => i), ticktext: labels });
   const data = [{
     type: "heatmap", z, zmin: 0, zmax: 1, colorscale: HEATMAP_COLORS,
     customdata: z.map((row, t) => row.map((_, s) => [written[t], src[s]])),
-    hovertemplate: "writes %{customdata[0]}<br>reads %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+    hovertemplate: W.hover,
   }];
   const layout = {
-    title: { text: `Cross-attention, layer ${layer + 1}, ${which}`, font: { size: 14 } },
+    title: { text: W.heatmapTitle(layer + 1, which), font: { size: 14 } },
     height: 130 + 24 * z.length, margin: { l: 80, r: 10, t: 40, b: 90 },
-    xaxis: { ...axis(src), title: { text: "source (English)" }, tickangle: -45 },
-    yaxis: { ...axis(written), title: { text: "written" }, autorange: "reversed" },
+    xaxis: { ...axis(src), title: { text: W.source }, tickangle: -45 },
+    yaxis: { ...axis(written), title: { text: W.written }, autorange: "reversed" },
   };
   return { data, layout };
 }
@@ -107,8 +149,7 @@ function stepsTable(result, meta) {
         `<b>${tok(c.tok)}</b> ${c.score.toFixed(2)}${c.fate === "finished" ? " ✔" : ""}</span>`);
       return `<tr><td>${t + 1}</td><td>${cells.join(" ")}</td></tr>`;
     });
-    return "<table><tr><th>step</th><th>the best 2k extensions: a beam's last token + a new token, " +
-      "log-probability (✔ ended with &lt;eos&gt;)</th></tr>" + rows.join("") + "</table>";
+    return `<table><tr><th>${W.step}</th><th>${W.beamHeader}</th></tr>` + rows.join("") + "</table>";
   }
   const rows = result.steps.map((s, t) => {
     const cells = s.candidates.map(c => `<span class="${c.id === s.chosen ? "tl-lt-chosen" : ""}">${tok(c.id)} ` +
@@ -116,7 +157,7 @@ function stepsTable(result, meta) {
     return `<tr><td>${t + 1}</td><td>${lastOf(s.prefix)}</td><td><b>${tok(s.chosen)}</b></td>` +
       `<td>${cells.join(" ")}</td></tr>`;
   });
-  return "<table><tr><th>step</th><th>reads</th><th>writes</th><th>top candidates (probability)</th></tr>" +
+  return `<table><tr><th>${W.step}</th><th>${W.reads}</th><th>${W.writes}</th><th>${W.top}</th></tr>` +
     rows.join("") + "</table>";
 }
 
@@ -138,11 +179,10 @@ export async function mount(el, base) {
   control("lengthPenalty").value = meta.decoding.length_penalty;
   const { n_decoder_layers: L, n_heads: H } = meta.config;
   const options = (n, label) => Array.from({ length: n }, (_, i) => `<option value="${i}">${label} ${i + 1}</option>`);
-  control("layer").innerHTML = options(L, "layer").join("");
+  control("layer").innerHTML = options(L, W.layer).join("");
   control("layer").value = String(L - 1); // the last layer, as in the chapter's figure
-  control("head").innerHTML = `<option value="mean">mean of heads</option>` + options(H, "head").join("");
-  $(".tl-lt-timing").textContent =
-    "The first translation loads the runtime and the model (once); after that everything runs here, offline.";
+  control("head").innerHTML = `<option value="mean">${W.meanOfHeads}</option>` + options(H, W.head).join("");
+  $(".tl-lt-timing").textContent = W.firstLoad;
 
   let last = null; // the latest successful translation
   const showControls = () => {
@@ -170,23 +210,19 @@ export async function mount(el, base) {
     const { method, options: opts } = readOptions(control);
     el.dataset.state = "busy";
     const firstLoad = !model.encoder;
-    if (firstLoad) $(".tl-lt-timing").textContent = "Loading the runtime and the model …";
+    if (firstLoad) $(".tl-lt-timing").textContent = W.loading;
     const t0 = performance.now();
     try {
       last = el.lastResult = await model.translate(control("text").value, method, opts);
       $(".tl-lt-output").innerHTML = '<span class="tl-lt-label">Frenchy</span> ' +
         `<span class="tl-lt-sentence">${escapeHtml(last.text)}</span>`;
       const typed = control("text").value.trim();
-      const readAs = last.normalized !== typed
-        ? `Read as “${last.normalized}” (the toy grammar's form: lower case, no punctuation, single spaces). ` : "";
+      const readAs = last.normalized !== typed ? W.readAs(last.normalized) : "";
       const n = last.unknown.length, unknown = last.unknown.map(w => `“${w}”`).join(", ");
-      $(".tl-lt-message").textContent = readAs + (n ? `Not in the model's vocabulary: ${unknown}. The model ` +
-        `reads ${n === 1 ? "it" : "them"} as <unk>, so ${n === 1 ? "that part" : "those parts"} cannot be ` +
-        `translated right. It knows ${meta.src_tokens.length - 4} English words: try one of the examples.` : "");
+      $(".tl-lt-message").textContent = readAs + (n ? W.unknown(n, unknown, meta.src_tokens.length - 4) : "");
       $(".tl-lt-message").classList.toggle("tl-lt-warning", n > 0);
-      $(".tl-lt-timing").textContent = `Translated in ${last.ms.toFixed(1)} ms in this browser (encoder once, ` +
-        `decoder ${last.steps.length + 1} times)` + (firstLoad
-        ? `; loading the runtime and the model took ${(performance.now() - t0 - last.ms).toFixed(0)} ms.` : ".");
+      $(".tl-lt-timing").textContent = W.timing(last.ms.toFixed(1), last.steps.length + 1) + (firstLoad
+        ? W.loadTook((performance.now() - t0 - last.ms).toFixed(0)) : (W === WORDS.zh ? "。" : "."));
       await drawHeatmap();
       $(".tl-lt-steps").innerHTML = stepsTable(last, meta);
       el.dataset.state = "done";

@@ -44,6 +44,7 @@ TRANSLATED: tuple[str, ...] = (
     "book/appendix_notes_checked",
     "book/glossary",
     "book/bibliography",
+    "book/api",
     "book/assignments/index",
     "book/assignments/01_tokenizer",
     "book/assignments/02_positional_encoding",

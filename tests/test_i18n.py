@@ -117,6 +117,13 @@ def test_the_checks_fail_on_a_planted_fault(templates):
         assert [p.split(":")[0] for p in i18n.message_problems(english, wrong)] == [kind], wrong
 
 
+def test_a_docstring_role_is_translated_as_the_myst_role():
+    english = ":class:`Vocab` maps tokens to ids, see :func:`~tl.pad_batch`"
+    assert i18n.message_problems(english, "{class}`Vocab` 把词元映射为 id，见 {func}`~tl.pad_batch`") == []
+    as_rst = ":class:`Vocab` 把词元映射为 id，见 :func:`~tl.pad_batch`"  # plain text once Sphinx parses it as Markdown
+    assert [p.split(":")[0] for p in i18n.message_problems(english, as_rst)] == ["role", "code"]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Terms: the glossary is the one source of each term's Chinese
 # --------------------------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def scaled_dot_product_attention(
 
     Shape:
         q: (..., T, D), k: (..., S, D), v: (..., S, Dv), mask: broadcastable to (..., T, S)
-        -> output (..., T, Dv), weights (..., T, S) or None
+        returns: output (..., T, Dv); weights (..., T, S) or None
 
     Example (two queries that each lean towards their own key):
 
@@ -122,7 +122,7 @@ class MultiHeadAttention(nn.Module):
 
     Shape:
         query: (B, T, C), key and value: (B, S, C), mask: broadcastable to (B, H, T, S) bool
-        -> output (B, T, C), weights (B, H, T, S) or None
+        returns: output (B, T, C); weights (B, H, T, S) or None
 
     Example:
 

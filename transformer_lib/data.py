@@ -378,7 +378,7 @@ class Batch:
 
     @property
     def n_tokens(self) -> int:
-        """Number of non-pad target tokens: the denominator of the per-token loss."""
+        """The number of non-pad target tokens, the denominator of the per-token loss."""
         return int((self.tgt_out != self.pad_id).sum())
 
     def to(self, device: torch.device | str) -> Batch:

@@ -86,8 +86,8 @@ def greedy_decode(
     Positions after a row's ``<eos>`` are filled with the model's ``pad_id``.
 
     Shape:
-        src: (B, S) -> (B, 1 + n) ids starting with ``<bos>`` (or (B, P + n) starting with the prompt),
-        n <= max_new_tokens
+        src: (B, S) -> (B, 1 + n) ids starting with ``<bos>`` (or (B, P + n) starting with the prompt)
+        n: at most max_new_tokens
 
     Example (an untrained model: the ids are arbitrary, the layout is not):
 

@@ -126,7 +126,7 @@ class DecoderLayer(nn.Module):
 
     Shape:
         y: (B, T, C), memory: (B, S, C), self_mask: to (B, H, T, T), cross_mask: to (B, H, T, S)
-        -> (B, T, C), self weights (B, H, T, T) or None, cross weights (B, H, T, S) or None
+        returns: (B, T, C); self weights (B, H, T, T) or None; cross weights (B, H, T, S) or None
     """
 
     cross_attn: MultiHeadAttention | None  # None without cross-attention (a decoder-only block)
@@ -216,7 +216,7 @@ class Encoder(_Stack):
 
     Shape:
         x: (B, S, C) already embedded (or (S, B, C) when ``batch_first=False``), mask: to (B, H, S, S) bool
-        -> same shape as x
+        returns: the shape of x
     """
 
     def __init__(self, layers: Iterable[EncoderLayer], norm: nn.LayerNorm | None = None, batch_first: bool = True):

@@ -55,7 +55,7 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
     ``None`` entries are skipped; returns ``None`` when all are ``None``.
 
     Shape:
-        e.g. (B, 1, 1, S) and (T, S) -> (B, 1, T, S)
+        masks: broadcast together, e.g. (B, 1, 1, S) and (T, S) -> (B, 1, T, S)
     """
     out: Tensor | None = None
     for i, m in enumerate(masks):

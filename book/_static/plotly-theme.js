@@ -105,9 +105,18 @@
     });
     return count === buttons.length ? menus : null;
   }
+  // The words of menus built from "name=value" entries, on the Chinese site (the entries themselves stay as the
+  // code wrote them: they are how a choice finds its button)
+  var MENU_WORDS = {"zh-CN": {sentence: "句子", kind: "类型", layer: "层", head: "头", view: "视图", layout: "结构",
+                              n_layers: "层数", temperature: "温度", seq_len: "序列长度", padding: "填充",
+                              causal: "因果", combined: "组合", "held-out": "留出句", attention: "注意力"}};
+  function shown(text) {
+    var words = MENU_WORDS[document.documentElement.lang];
+    return (words && words[text]) || text;
+  }
   function option(text, selected) {
     var o = document.createElement("option");
-    o.textContent = text;
+    o.textContent = shown(text);
     o.value = text;
     o.selected = selected;
     return o;
@@ -127,7 +136,7 @@
       (named || [{name: "view", values: buttons.map(function (b, i) { return b.label || String(i + 1); })}])
         .forEach(function (m, i) {
           var label = document.createElement("label"), select = document.createElement("select");
-          label.appendChild(document.createTextNode(m.name + " "));
+          label.appendChild(document.createTextNode(shown(m.name) + " "));
           m.values.forEach(function (v, j) {
             select.appendChild(option(v, current ? current[i][1] === v : buttons[j] === active));
           });
@@ -327,7 +336,20 @@
     var box = title && visible(title);
     if (box && typeof titleText === "string" && (box.right > page.right - 2 || box.left < page.left)) {
       var room = page.right - 6 - Math.max(box.left, page.left + 4);
-      update["title.text"] = wrapTo(titleText, Math.floor(longestLine(titleText) * room / box.width));
+      var chars = Math.floor(longestLine(titleText) * room / box.width);
+      update["title.text"] = wrapTo(titleText, chars);
+      // the titles a menu's entries or a slider's steps put up break the same way, so that going back to the first
+      // entry draws the first view again
+      (gd.layout.sliders || []).concat(gd.layout.updatemenus || [], gd.tlMenus || []).forEach(function (c) {
+        (c.steps || c.buttons || []).forEach(function (step) {
+          (step.args || []).forEach(function (arg) {
+            if (!arg || typeof arg !== "object" || Array.isArray(arg)) { return; }
+            ["title.text", "title"].forEach(function (key) {
+              if (typeof arg[key] === "string") { arg[key] = wrapTo(arg[key], chars); }
+            });
+          });
+        });
+      });
     }
     if (isDiagram(gd.layout)) {  // a diagram's labels sit in its boxes (fitDiagram): only its title may need lines
       return Object.keys(update).length ? window.Plotly.relayout(gd, update) : Promise.resolve();

@@ -53,6 +53,7 @@ class PlotlyMystNbRenderer:
         renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
         renderer.add_js_file("plotly-theme", "plotly-theme.js", {})  # dark mode (book/_static/plotly-theme.js)
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
+        figure = single_precision(figure)
         env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)  # the Chinese site: labels in Chinese
         if env is not None and site_language(env.config) == "zh_CN":
             figure = translate_figure(figure, "zh")
@@ -83,6 +84,31 @@ class PlotlyMystNbRenderer:
             f" else {{ draw(); }}\n}})();\n</script>"
         )
         return [nodes.raw(text=code, format="html", classes=["output", "text_html"])]
+
+
+def single_precision(node: Any) -> Any:
+    """A figure's JSON with its float64 arrays (plotly's binary ``{"dtype": "f8", "bdata": ...}``) as float32: a
+    screen shows no more than float32's seven digits, and the page carries half the bytes (a chapter's figures are
+    most of its weight, tests/test_browser.py's budget).
+
+    >>> import base64, numpy as np
+    >>> f8 = {"dtype": "f8", "bdata": base64.b64encode(np.array([0.1, 2.0]).tobytes()).decode()}
+    >>> out = single_precision({"data": [{"z": f8, "name": "x"}]})["data"][0]["z"]
+    >>> out["dtype"], np.frombuffer(base64.b64decode(out["bdata"]), "<f4").tolist()
+    ('f4', [0.10000000149011612, 2.0])
+    """
+    if isinstance(node, dict):
+        if node.get("dtype") == "f8" and isinstance(node.get("bdata"), str):
+            import base64
+
+            import numpy as np
+
+            values = np.frombuffer(base64.b64decode(node["bdata"]), dtype="<f8").astype("<f4")
+            return {**node, "dtype": "f4", "bdata": base64.b64encode(values.tobytes()).decode("ascii")}
+        return {key: single_precision(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [single_precision(item) for item in node]
+    return node
 
 
 def alt_text(figure: dict[str, Any]) -> str:

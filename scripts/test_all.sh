@@ -31,7 +31,8 @@ stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfil
 stage "jupyterlab" $py -m pytest tests -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
 stage "build" bash scripts/build_book.sh
 if [ -d _build/html ]; then
-    stage "browser" $py -m pytest tests -m browser -p no:cacheprovider  # every test marked browser, in any file
+    # every test marked browser, in any file; two files at a time (each Chromium page waits on its renderer half the time)
+    stage "browser" $py -m pytest tests -m browser -n 2 --dist loadfile -p no:cacheprovider
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")
 fi

@@ -12,6 +12,7 @@ the build-time plumbing, kept apart so that Sphinx loads it without plotly's Pyt
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -58,6 +59,8 @@ class PlotlyMystNbRenderer:
         if env is not None and site_language(env.config) == "zh_CN":
             figure = translate_figure(figure, "zh")
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
+        # the template (the book's, about 7 KB) goes into the page once, and each figure names it
+        template, figure = shared_template(figure, getattr(env, "docname", None))
         payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
         # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
         # an image role would hide from assistive technology (axe: nested-interactive)
@@ -66,7 +69,7 @@ class PlotlyMystNbRenderer:
         code = (
             f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
             f'<script type="text/javascript">\n'
-            f"(function () {{\n  var fig = {payload};\n  function draw() {{\n"
+            f"(function () {{\n  var fig = {payload};\n{template}  function draw() {{\n"
             f'    var el = document.getElementById("{div_id}");\n'
             f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
             f"return; }}\n"
@@ -84,6 +87,28 @@ class PlotlyMystNbRenderer:
             f" else {{ draw(); }}\n}})();\n</script>"
         )
         return [nodes.raw(text=code, format="html", classes=["output", "text_html"])]
+
+
+_TEMPLATES_ON_PAGE: dict[str, set[str]] = {}  # page -> the templates its figures have already put into it
+
+
+def shared_template(figure: dict[str, Any], page: str | None) -> tuple[str, dict[str, Any]]:
+    """Move a figure's ``layout.template`` into a page-wide table (``window.tlTemplates``): the first figure of a
+    page that uses a template defines it, every figure refers to it by a hash. Returns the JavaScript to put before
+    the figure is drawn and the figure without its template (unchanged, with no JavaScript, when it has none)."""
+    layout = figure.get("layout") or {}
+    if page is None or not isinstance(layout.get("template"), dict):
+        return "", figure
+    template = layout["template"]
+    text = json.dumps(template, sort_keys=True)
+    key = hashlib.sha1(text.encode()).hexdigest()[:12]
+    seen = _TEMPLATES_ON_PAGE.setdefault(page, set())
+    script = "  window.tlTemplates = window.tlTemplates || {};\n"
+    if key not in seen:
+        seen.add(key)
+        script += f"  window.tlTemplates[{key!r}] = {text.replace('</', '<' + chr(92) + '/')};\n"
+    script += f"  fig.layout.template = window.tlTemplates[{key!r}];\n"
+    return script, {**figure, "layout": {k: v for k, v in layout.items() if k != "template"}}
 
 
 def single_precision(node: Any) -> Any:
@@ -201,6 +226,8 @@ def setup(app: Any) -> dict[str, Any]:
             context["body"] = citation_list_without_roles(context["body"])
 
     app.connect("build-finished", copy_plotly_js)
+    # a page read again starts without templates: its first figure defines them anew
+    app.connect("env-purge-doc", lambda app, env, docname: _TEMPLATES_ON_PAGE.pop(docname, None))
     app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the extensions that add scripts
     app.connect("html-page-context", plain_citation_list)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -116,12 +116,28 @@ def test_a_diagram_on_the_chinese_site_has_chinese_labels(browser, site_url: str
 
 
 @pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
-def test_chinese_figures_keep_their_text_apart(width: int, height: int, browser, site_url: str) -> None:
+def test_chinese_figures_keep_their_text_apart_and_formulas_typeset(
+    width: int, height: int, browser, site_url: str
+) -> None:
     """The English pages' figure-text check (test_browser.py) on the Chinese pages, whose labels have other
-    lengths: no two texts of a figure intersect, none leaves its figure, none is under 9 px on a phone."""
+    lengths: no two texts of a figure intersect, none leaves its figure, none is under 9 px on a phone; and (on the
+    desktop) no formula shows its source, with the translated text around it."""
     pages = _zh_checked()
     if not pages:
         pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
-    check = {"figure_text": tb.SCANS[(width, height)]["figure_text"]}
-    problems = tb._scan(browser, site_url, check, width, height, pages)["figure_text"]
-    assert not problems, problems
+    checks = {
+        name: tb.SCANS[(width, height)][name]
+        for name in ("figure_text", "raw_math")
+        if name in tb.SCANS[(width, height)]
+    }
+    problems = tb._scan(browser, site_url, checks, width, height, pages)
+    assert not any(problems.values()), problems
+
+
+@pytest.mark.parametrize("name", [p for p in _zh_checked() if p.startswith("zh/book/0")] or ["<no Chinese site>"])
+def test_every_control_on_a_chinese_chapter_changes_what_is_drawn(name: str, browser, site_url: str) -> None:
+    """The chapters' menus and sliders on the Chinese site (their labels and titles translated, menus of
+    name=value entries shown in Chinese) each still change what is drawn."""
+    if not _zh_pages():
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    tb.test_every_control_on_the_page_changes_what_is_drawn(name, browser, site_url)

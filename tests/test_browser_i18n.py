@@ -111,6 +111,10 @@ def test_a_diagram_on_the_chinese_site_has_chinese_labels(browser, site_url: str
         visit.page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
         text = visit.page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(e => e.textContent)")
         assert any("自注意力" in t and "前馈层" in t for t in text), [t[:200] for t in text]
+        # what a screen reader says in place of each figure is Chinese too
+        said = visit.page.evaluate("() => [...document.querySelectorAll('.tl-plotly-figure')].map(e => e.ariaLabel)")
+        assert said and all(re.search(r"[\u4e00-\u9fff]", a or "") for a in said), said
+        assert not any(re.search(r"\b(Diagram|Parts|Heat map|Line plot|rows|columns|values)\b", a) for a in said), said
     finally:
         visit.close()
 

@@ -52,14 +52,15 @@ def harness_url(tmp_path_factory):
     shutil.copytree(STATIC / "vendor" / "onnxruntime-web", root / "_static" / "vendor" / "onnxruntime-web")
     shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", root / "_static" / "plotly.min.js")
     (root / "book").mkdir()
-    (root / "book" / "chapter.html").write_text(
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<script src="../_static/plotly.min.js"></script></head>'
-        '<body><main style="max-width: 860px; margin: auto; padding: 8px">'
-        f"{live_translator.page_html()}</main></body></html>",
-        encoding="utf-8",
-    )
+    for name, lang in [("chapter.html", "en"), ("chapter-zh.html", "zh-CN")]:  # the Chinese site says <html lang=zh-CN>
+        (root / "book" / name).write_text(
+            f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<script src="../_static/plotly.min.js"></script></head>'
+            '<body><main style="max-width: 860px; margin: auto; padding: 8px">'
+            f"{live_translator.page_html()}</main></body></html>",
+            encoding="utf-8",
+        )
     server, url = _serve(root)
     yield url + "book/chapter.html"
     server.shutdown()
@@ -215,6 +216,30 @@ def test_controls_change_the_output(visit) -> None:
     steps = page.inner_text("#live-translator .tl-lt-steps")
     assert "✔" in steps  # the beam view marks the hypotheses that ended with <eos>
     assert "ne" in page.inner_text("#live-translator .tl-lt-sentence").split()
+
+
+def test_the_translator_speaks_chinese_on_the_chinese_site(browser, harness_url) -> None:  # noqa: F811
+    """On a page in Chinese the controls, the timing and the messages for input the model cannot read are Chinese;
+    the sentence it writes is the same model's."""
+    v = Visit(browser, harness_url.replace("chapter.html", "chapter-zh.html"))
+    try:
+        page = v.page
+        page.wait_for_selector("#live-translator [name=go]", timeout=TIMEOUT_MS)
+        controls = page.inner_text("#live-translator")
+        assert "翻译" in controls and "方法" in controls and "Translate" not in controls, controls
+        page.select_option("#live-translator [name=method]", value="greedy")
+        page.fill("#live-translator [name=text]", "the cat sees the dog")
+        run_ui(page)
+        assert page.evaluate(f"() => {EL}.dataset.state") == "done"
+        assert "翻译用时" in page.inner_text("#live-translator .tl-lt-timing")
+        for text, words in [("", "请先输入"), (" ".join(["cat"] * 40), "最多读取 max_len = 32")]:
+            page.fill("#live-translator [name=text]", text)
+            run_ui(page)
+            message = page.inner_text("#live-translator .tl-lt-message")
+            assert words in message and "model" not in message, message
+        assert not v.blocked and not v.failed and not v.errors, (v.blocked, v.failed, v.errors)
+    finally:
+        v.close()
 
 
 def test_unknown_word_and_bad_input_give_messages(visit, library) -> None:

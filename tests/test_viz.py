@@ -3,6 +3,8 @@ the renderer set-up and the website plumbing (myst-nb plugin, Sphinx extension) 
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -262,3 +264,29 @@ def test_drawing_functions_say_what_their_figure_shows():
     assert alt.startswith("Diagram: The Transformer") and "masked self-attention" in alt and "N = 6 ×" in alt
     assert drawn.layout.meta["fit_text_width"]  # the diagram's other meta stays
     assert site.alt_text(fig.to_plotly_json()) == fig.layout.meta["alt"]  # what the website says
+
+
+def test_a_figure_says_what_it_shows_in_chinese_on_the_chinese_site():
+    """The Chinese site reads each figure's text alternative in Chinese: the same facts (numbers untouched), the
+    connecting words and every label found in the catalog translated, the parts of a diagram included."""
+    import transformer_lib as tl
+    from transformer_lib.book import diagrams, site
+
+    fig = viz.heatmap(np.array([[0.0, 0.5], [0.25, 1.0]]), ["a", "b"], ["x", "y"], title="T", x_title="key")
+    assert site.alt_text(fig.to_plotly_json(), "zh") == "热图：T。2 行 × 2 列（键），取值从 0 到 1。"
+    line = viz.line_plot([1, 2, 4], {"lstm-x": [3.0, 2.0, 1.0]}, title="L", x_title="n", y_title="loss", log_x=True)
+    assert (
+        site.alt_text(line.to_plotly_json(), "zh")
+        == "折线图：L。损失 随 n 变化（从 1 到 4，对数刻度）：lstm-x 从 1 到 3。"
+    )
+    curves = viz.training_curves({"train_loss": [3.0, 1.5]})
+    assert site.alt_text(curves.to_plotly_json(), "zh") == "训练曲线：训练，共 2 步。train_loss 从 1.5 到 3。"
+    drawn = diagrams.transformer_diagram(tl.TransformerConfig()).to_plotly_json()
+    alt = site.alt_text(drawn, "zh")
+    assert alt.startswith("示意图：") and "掩码自注意力" in alt and "N = 6 ×" in alt, alt
+    assert not re.search(r"Diagram|Parts|masked|self-attention", alt), alt
+    with pytest.raises(ValueError, match="kind"):
+        site.alt_text({"layout": {"meta": {"alt_facts": {"kind": "pie"}}}})
+    # the page carries the sentence once, as the aria-label, not again inside the figure
+    assert "alt" not in json.dumps(site.without_alt(drawn)["layout"].get("meta", {}))
+    assert site.without_alt(drawn)["layout"]["meta"]["fit_text_width"]

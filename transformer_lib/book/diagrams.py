@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 import torch
 
 from ..embeddings import InputEmbedding, SinusoidalPositionalEncoding
 from ..layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from .labels import alt_sentence
 from .style import COLORS, check_backend, mpl_figure
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ def layout_diagram(
     """Hidden axes over the given ranges, a white page, and the width the labels were sized for: on a narrower
     screen the site shrinks the labels with the boxes (``meta.fit_text_width``, book/_static/plotly-theme.js)."""
     lines = 0 if not title else 1
+    facts = diagram_facts(fig, title)  # before the title is broken into lines
     if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
         spaces = [i for i, c in enumerate(title) if c == " "]
         if spaces:
@@ -132,24 +134,22 @@ def layout_diagram(
         plot_bgcolor="white",
         showlegend=False,
         margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10),
-        meta=dict(fit_text_width=design_width, alt=diagram_alt(fig, title)),
+        meta=dict(fit_text_width=design_width, alt=alt_sentence(facts, "en"), alt_facts=facts),
     )
     return fig
 
 
-def diagram_alt(fig: go.Figure, title: str | None) -> str:
-    """A diagram's text alternative, read from what it draws: its title and the first line of each labelled part,
-    in drawing order (at most 14, then how many more), so that it names the same parts as the picture."""
-    labels: list[str] = []
+def diagram_facts(fig: go.Figure, title: str | None) -> dict[str, Any]:
+    """A diagram's text alternative, as facts for :func:`.labels.alt_sentence`, read from what it draws: its title and
+    each labelled part whose first line is new, in drawing order (at most 14, then how many more), so that it names
+    the same parts as the picture."""
+    parts: dict[str, str] = {}  # first line -> the whole label (the catalog translates whole labels)
     for note in fig.layout.annotations or ():
-        text = re.sub(r"<[^>]+>", " ", str(note.text or "").split("<br>")[0]).strip()
-        if text and text not in labels:
-            labels.append(text)
-    head = "Diagram" + (": " + re.sub(r"<br>", " ", title) if title else "")
-    if not labels:
-        return head + "."
-    more = f", and {len(labels) - 14} more" if len(labels) > 14 else ""
-    return f"{head}. Parts: {', '.join(labels[:14])}{more}."
+        text = str(note.text or "")
+        first = re.sub(r"<[^>]+>", " ", text.split("<br>")[0]).strip()
+        if first and first not in parts:
+            parts[first] = text
+    return dict(kind="diagram", title=title, parts=list(parts.values())[:14], more=max(0, len(parts) - 14))
 
 
 def block_diagram(

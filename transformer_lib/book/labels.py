@@ -7,6 +7,9 @@ label found in :data:`LABELS` (whole strings) or :data:`PATTERNS` (labels with a
 Chinese. Math, code names, numbers and token strings are left as they are; a label that is not in the catalog
 stays English. Printed output is never touched: it is what the code prints.
 
+A figure's text alternative (what a screen reader says in its place) is kept as facts, not as a sentence
+(``layout.meta.alt_facts``, written by :func:`.viz.describe`); :func:`alt_sentence` says them in either language.
+
 The Chinese terms are the glossary's (book/glossary.md, aligned with zh.d2l.ai).
 """
 
@@ -16,7 +19,7 @@ import copy
 import re
 from typing import Any
 
-__all__ = ["LABELS", "PATTERNS", "translate", "translate_figure", "figure_texts"]
+__all__ = ["LABELS", "PATTERNS", "translate", "translate_figure", "figure_texts", "alt_sentence"]
 
 # English label -> Chinese label (whole strings, as the drawing functions write them)
 LABELS: dict[str, dict[str, str]] = {
@@ -63,6 +66,7 @@ LABELS: dict[str, dict[str, str]] = {
         "grey: a single character · ␣ = ▁, a space before the word": "灰色：单个字符 · ␣ = ▁，词前的空格",
         "␣ = ▁, a space before the word": "␣ = ▁，词前的空格",
         "loss": "损失",
+        "Training": "训练",
         "training loss": "训练损失",
         "validation loss": "验证损失",
         "encoder": "编码器",
@@ -80,6 +84,8 @@ LABELS: dict[str, dict[str, str]] = {
         "next-token probabilities": "下一个词元的概率",
         "+1 position": "+1 个位置",
         "K, V from M": "K、V 来自 M",
+        "KV cache: K, V (B, H, L, D) per layer": "KV 缓存：K、V (B, H, L, D)，每层一份",  # whole: the text alternative
+        "The Transformer, drawn from the model object": "Transformer，由模型对象绘制",
         "KV cache: K, V (B,": "KV 缓存：K、V (B,",
         "H, L, D) per layer": "H, L, D)，每层一份",
         "Mask (optional)": "掩码（可选）",
@@ -369,7 +375,7 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
 }
 
 # Where a plotly figure keeps words a reader sees (the keys whose string values are labels)
-_TEXT_KEYS = ("text", "name", "label", "prefix", "title")  # not meta.alt: a generated sentence, English for now
+_TEXT_KEYS = ("text", "name", "label", "prefix", "title")  # not under meta: the text alternative, see alt_sentence
 
 
 def _is_label(key: str, value: Any) -> bool:
@@ -408,7 +414,8 @@ def translate(label: str, lang: str) -> str:
 def _walk(node: Any, lang: str) -> Any:
     if isinstance(node, dict):
         return {
-            key: translate(value, lang) if _is_label(key, value) else _walk(value, lang) for key, value in node.items()
+            key: translate(value, lang) if _is_label(key, value) else value if key == "meta" else _walk(value, lang)
+            for key, value in node.items()
         }
     if isinstance(node, list):
         return [_walk(item, lang) for item in node]
@@ -451,3 +458,80 @@ def figure_texts(figure: dict[str, Any]) -> list[str]:
     walk(figure.get("layout", {}))
     found += [t["name"] for t in figure.get("data", []) if isinstance(t.get("name"), str)]
     return found
+
+
+def _plain(text: Any) -> str:
+    """A label as words: its line breaks as spaces, no tags."""
+    return " ".join(re.sub(r"<[^>]+>", " ", str(text)).split())
+
+
+def alt_sentence(facts: dict[str, Any], lang: str) -> str:
+    """A figure's text alternative in ``lang``, from the facts its drawing function recorded (``kind`` is "heatmap",
+    "lines", "training" or "diagram"; titles, axis titles, names and parts are labels, translated like the figure's
+    own; a range is ``[low, high]`` or None when there is no finite value).
+
+    >>> facts = {"kind": "heatmap", "title": "self-attention", "rows": 2, "row_title": "query", "cols": 3,
+    ...          "col_title": "key", "range": [0.0, 1.0]}
+    >>> alt_sentence(facts, "en")
+    'Heat map: self-attention. 2 rows (query) by 3 columns (key), values from 0 to 1.'
+    >>> alt_sentence(facts, "zh")
+    '热图：自注意力。2 行（查询） × 3 列（键），取值从 0 到 1。'
+    """
+    kind = facts.get("kind")
+    zh = lang == "zh"
+    translate("", lang)  # a clear error for an unknown language
+
+    def word(label: Any) -> str:
+        return _plain(translate(str(label), lang)) if label else ""
+
+    def span(values: Any) -> str:
+        if values is None:
+            return "没有有限值" if zh else "with no finite value"
+        low, high = (f"{float(v):.3g}" for v in values)
+        return f"从 {low} 到 {high}" if zh else f"from {low} to {high}"
+
+    title = word(facts.get("title"))
+    head = {
+        "heatmap": ("Heat map", "热图"),
+        "lines": ("Line plot", "折线图"),
+        "training": ("Training curves", "训练曲线"),
+    }
+    head["diagram"] = ("Diagram", "示意图")
+    if kind not in head:
+        raise ValueError(f"facts: expected a kind among {sorted(head)}, got {kind!r}")
+    named = head[kind][zh] + (("：" if zh else ": ") + title if title else "")
+    more = int(facts.get("more") or 0)
+    if kind == "heatmap":
+        rows, cols = word(facts.get("row_title")), word(facts.get("col_title"))
+        if zh:
+            r = f"{facts['rows']} 行" + (f"（{rows}）" if rows else "")
+            c = f"{facts['cols']} 列" + (f"（{cols}）" if cols else "")
+            return f"{named}。{r} × {c}，取值{span(facts.get('range'))}。"
+        r = f"{facts['rows']} rows" + (f" ({rows})" if rows else "")
+        c = f"{facts['cols']} columns" + (f" ({cols})" if cols else "")
+        return f"{named}. {r} by {c}, values {span(facts.get('range'))}."
+    series = [(word(name), span(values)) for name, values in facts.get("series") or []]
+    if kind == "lines":
+        y_title, x_title, x_span = word(facts.get("y_title")), word(facts.get("x_title")), span(facts.get("x_range"))
+        log = facts.get("log_x")
+        if zh:
+            lines = "；".join(f"{name} {values}" for name, values in series) + (f"，另有 {more} 条" if more else "")
+            axes = f"{y_title or '数值'} 随 {x_title or 'x'} 变化（{x_span}{'，对数刻度' if log else ''}）"
+            return f"{named}。{axes}：{lines}。"
+        lines = "; ".join(f"{name} {values}" for name, values in series) + (f" and {more} more" if more else "")
+        axes = f"{y_title or 'value'} against {x_title or 'x'} ({x_span}{', log scale' if log else ''})"
+        return f"{named}. {axes}: {lines}."
+    if kind == "training":
+        unit = word(facts.get("x_title"))
+        if zh:
+            curves = "；".join(f"{name} {values}" for name, values in series)
+            return f"{named}，共 {facts['length']} {unit}。{curves}。"
+        return f"{named}, over {facts['length']} {unit}s. {'; '.join(f'{n} {v}' for n, v in series)}."
+    # a part is named by the first line of its label, translated as a whole (the catalog holds whole labels)
+    parts = list(dict.fromkeys(_plain(translate(str(p), lang).split("<br>")[0]) for p in facts.get("parts") or []))
+    parts = [p for p in parts if p]
+    if not parts:
+        return named + ("。" if zh else ".")
+    if zh:
+        return f"{named}。组成部分：{'、'.join(parts)}" + (f"，另有 {more} 个" if more else "") + "。"
+    return f"{named}. Parts: {', '.join(parts)}" + (f", and {more} more" if more else "") + "."

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .i18n import site_language
-from .labels import translate_figure
+from .labels import alt_sentence, translate_figure
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # How every figure's toolbar is set up, in Jupyter (transformer_lib.book.style gives it to plotly's renderer) and on
@@ -56,8 +56,10 @@ class PlotlyMystNbRenderer:
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
         figure = single_precision(figure)
         env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)  # the Chinese site: labels in Chinese
-        if env is not None and site_language(env.config) == "zh_CN":
-            figure = translate_figure(figure, "zh")
+        lang = "zh" if env is not None and site_language(env.config) == "zh_CN" else "en"
+        figure = translate_figure(figure, lang)
+        label = html.escape(alt_text(figure, lang), quote=True)
+        figure = without_alt(figure)
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         # the template (the book's, about 7 KB) goes into the page once, and each figure names it
         template, figure = shared_template(figure, getattr(env, "docname", None))
@@ -65,7 +67,6 @@ class PlotlyMystNbRenderer:
         # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
         # an image role would hide from assistive technology (axe: nested-interactive)
         role = "figure"
-        label = html.escape(alt_text(figure), quote=True)
         code = (
             f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
             f'<script type="text/javascript">\n'
@@ -136,37 +137,53 @@ def single_precision(node: Any) -> Any:
     return node
 
 
-def alt_text(figure: dict[str, Any]) -> str:
-    """A figure's short text alternative, for readers who cannot see it (``aria-label`` on the website).
+def alt_text(figure: dict[str, Any], lang: str = "en") -> str:
+    """A figure's short text alternative in ``lang``, for readers who cannot see it (``aria-label`` on the website).
 
-    The drawing function's own words when it gave some (``layout.meta.alt``, set by :mod:`.viz` and the diagrams),
-    else what the figure says of itself: its title, its axes and, for a control, how many views it holds.
+    The drawing function's own facts when it recorded some (``layout.meta.alt_facts``, set by :mod:`.viz` and the
+    diagrams, said by :func:`.labels.alt_sentence`), or its own sentence (``layout.meta.alt``), else what the figure
+    says of itself: its title, its axes and, for a control, how many views it holds (labels as the figure has them:
+    :func:`.labels.translate_figure` has already put them in ``lang``).
     """
+    zh = lang == "zh"
     layout = figure.get("layout") or {}
     meta = layout.get("meta")
+    if isinstance(meta, dict) and isinstance(meta.get("alt_facts"), dict):
+        return alt_sentence(meta["alt_facts"], lang)
     if isinstance(meta, dict) and isinstance(meta.get("alt"), str) and meta["alt"].strip():
         return meta["alt"].strip()
 
     def text(value: Any) -> str:
         value = value.get("text") if isinstance(value, dict) else value
-        return re.sub(r"<[^>]+>", " ", value).strip() if isinstance(value, str) else ""
+        return " ".join(re.sub(r"<[^>]+>", " ", value).split()) if isinstance(value, str) else ""
 
     kinds = sorted({str(t.get("type") or "scatter") for t in figure.get("data") or []})
-    parts = [text(layout.get("title")) or "Figure"]
-    described = {"heatmap": "heat map", "scatter": "plot", "bar": "bar chart"}
+    parts = [text(layout.get("title")) or ("图" if zh else "Figure")]
+    described = {"heatmap": ("heat map", "热图"), "scatter": ("plot", "曲线图"), "bar": ("bar chart", "柱状图")}
     if kinds:
-        parts.append(" and ".join(described.get(k, k) for k in kinds))
+        parts.append(("与" if zh else " and ").join(described[k][zh] if k in described else k for k in kinds))
     axes = [
-        f"{key[0]}: {text(axis.get('title'))}"
+        f"{key[0]}{'：' if zh else ': '}{text(axis.get('title'))}"
         for key, axis in sorted(layout.items())
         if re.fullmatch(r"[xy]axis\d*", key) and isinstance(axis, dict) and text(axis.get("title"))
     ]
     if axes:
-        parts.append(", ".join(dict.fromkeys(axes)))
+        parts.append(("，" if zh else ", ").join(dict.fromkeys(axes)))
     views = sum(len(c.get("steps") or c.get("buttons") or []) for c in layout.get("sliders") or [])
     if views:
-        parts.append(f"{views} views, chosen with a slider")
-    return "; ".join(parts)
+        parts.append(f"{views} 个视图，用滑块选择" if zh else f"{views} views, chosen with a slider")
+    return ("；" if zh else "; ").join(parts)
+
+
+def without_alt(figure: dict[str, Any]) -> dict[str, Any]:
+    """``figure`` without its text alternative (``meta.alt`` and ``meta.alt_facts``), which the page carries as the
+    figure's ``aria-label``: no need to ship it twice."""
+    meta = (figure.get("layout") or {}).get("meta")
+    if not isinstance(meta, dict) or not {"alt", "alt_facts"} & set(meta):
+        return figure
+    rest = {k: v for k, v in meta.items() if k not in ("alt", "alt_facts")}
+    layout = {k: v for k, v in figure["layout"].items() if k != "meta"}
+    return {**figure, "layout": {**layout, **({"meta": rest} if rest else {})}}
 
 
 def unique_scripts(scripts: list) -> list:

@@ -22,6 +22,7 @@ import torch
 
 from ..tokenization import SPACE_MARK
 from .diagrams import Box, block_diagram  # re-exported: the chapters draw everything through viz
+from .labels import alt_sentence
 from .style import (
     BLOCKED,
     COLORS,
@@ -59,17 +60,21 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------- heatmaps
-def describe(fig: go.Figure, alt: str) -> go.Figure:
-    """Give ``fig`` its short text alternative (``layout.meta.alt``): the website reads it aloud in place of the
-    figure (``aria-label``, :func:`transformer_lib.book.site.alt_text`). Other ``meta`` keys are kept."""
+def describe(fig: go.Figure, facts: dict[str, Any]) -> go.Figure:
+    """Give ``fig`` its short text alternative: the website reads it aloud in place of the figure (``aria-label``,
+    :func:`transformer_lib.book.site.alt_text`). ``facts`` (kept in ``layout.meta.alt_facts``) are what it says, in
+    either language (:func:`.labels.alt_sentence`); ``layout.meta.alt`` holds the English sentence. Other ``meta``
+    keys are kept."""
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
-    fig.update_layout(meta={**meta, "alt": " ".join(alt.split())})
+    fig.update_layout(meta={**meta, "alt": alt_sentence(facts, "en"), "alt_facts": facts})
     return fig
 
 
-def _range(values: np.ndarray) -> str:
-    finite = values[np.isfinite(values)]
-    return f"from {finite.min():.3g} to {finite.max():.3g}" if finite.size else "with no finite value"
+def _span(values: Any) -> list[float] | None:
+    """``[low, high]`` of the finite values, or None (for :func:`.labels.alt_sentence`)."""
+    array = np.asarray(values, dtype=float)
+    finite = array[np.isfinite(array)]
+    return [float(finite.min()), float(finite.max())] if finite.size else None
 
 
 def _heatmap_trace(
@@ -244,9 +249,8 @@ def heatmap(
         square,
         cell_text=[t for row in cells for t in row] if cell_text is not None else (),
     )
-    rows = f"{len(yl)} rows" + (f" ({y_title})" if y_title else "")
-    cols = f"{len(xl)} columns" + (f" ({x_title})" if x_title else "")
-    return describe(fig, f"Heat map{': ' + title if title else ''}. {rows} by {cols}, values {_range(z)}.")
+    facts = dict(kind="heatmap", title=title, rows=len(yl), row_title=y_title, cols=len(xl), col_title=x_title)
+    return describe(fig, {**facts, "range": _span(z)})
 
 
 def attention_heatmap(
@@ -606,10 +610,9 @@ def line_plot(
     # log axes read 10^-6, not plotly's SI prefixes ("1µ"), which mix badly with powers of ten in the text
     fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
     fig.update_yaxes(type="log" if log_y else "linear", exponentformat="power")
-    lines = "; ".join(f"{name} {_range(y)}" for name, y in list(series.items())[:6])
-    more = f" and {len(series) - 6} more" if len(series) > 6 else ""
-    axes = f"{y_title or 'value'} against {x_title or 'x'} ({_range(x)}{', log scale' if log_x else ''})"
-    return describe(fig, f"Line plot{': ' + title if title else ''}. {axes}: {lines}{more}.")
+    lines = [[name, _span(y)] for name, y in list(series.items())[:6]]
+    facts = dict(kind="lines", title=title, y_title=y_title, x_title=x_title, x_range=_span(x), log_x=bool(log_x))
+    return describe(fig, {**facts, "series": lines, "more": max(0, len(series) - 6)})
 
 
 def training_curves(
@@ -684,5 +687,5 @@ def training_curves(
         fig.update_yaxes(title_text=quantity, type="log" if log_y else "linear", exponentformat="power", row=row, col=1)
     fig.update_xaxes(title_text=x_title, row=len(panels), col=1)
     fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")
-    curves = "; ".join(f"{k} {_range(np.asarray(source[k], dtype=float))}" for k in names)
-    return describe(fig, f"Training curves{': ' + title if title else ''}, over {longest} {x_title}s. {curves}.")
+    curves = [[k, _span(source[k])] for k in names]
+    return describe(fig, dict(kind="training", title=title, length=longest, x_title=x_title, series=curves))

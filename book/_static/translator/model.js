@@ -21,6 +21,14 @@ export function preTokenize(text, spaceMark) {
 }
 
 /** The model: vocabularies from translator.json, two onnxruntime sessions created on first use. */
+/**
+ * An Error for input the model cannot read: its message in English, plus ``reason`` and ``details`` so that the page
+ * can say the same in the site's language (translator.js).
+ */
+export function inputError(reason, message, details) {
+  return Object.assign(new Error(message), { reason, details });
+}
+
 export class Model {
   constructor(base, meta) {
     this.base = base;
@@ -55,11 +63,12 @@ export class Model {
    */
   tokenize(text) {
     const clean = normalizeSentence(text);
-    if (!clean) throw new Error("Type an English sentence of the toy grammar first.");
+    if (!clean) throw inputError("empty", "Type an English sentence of the toy grammar first.", {});
     const pieces = preTokenize(clean, this.meta.space_mark);
     const max = this.meta.config.max_len;
     if (pieces.length > max) {
-      throw new Error(`That is ${pieces.length} tokens; the model reads at most max_len = ${max}.`);
+      throw inputError("tooLong", `That is ${pieces.length} tokens; the model reads at most max_len = ${max}.`,
+        { tokens: pieces.length, max });
     }
     const ids = pieces.map(p => this.srcIndex.get(p) ?? this.ids.unk);
     const unknown = pieces.filter(p => !this.srcIndex.has(p)).map(p => p.replaceAll(this.meta.space_mark, ""));

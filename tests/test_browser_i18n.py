@@ -98,6 +98,9 @@ def test_a_translated_page_reads_in_chinese(page: str, browser, site_url: str) -
             if "{" not in words and re.search(rf"(?<!\w){re.escape(words.strip())}(?!\w)", shown)
         ]
         assert not english, f"{page}: the site's own words still in English: {english}"
+        # the sidebar's parts ("Chapters", ...: _toc.yml's captions, inserted after Sphinx translates a page)
+        captions = visit.page.evaluate("() => [...document.querySelectorAll('.caption-text')].map(e => e.textContent)")
+        assert captions and all(_cjk_share(c) > 0.5 for c in captions), captions
     finally:
         visit.close()
 
@@ -145,3 +148,22 @@ def test_every_control_on_a_chinese_chapter_changes_what_is_drawn(name: str, bro
     if not _zh_pages():
         pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
     tb.test_every_control_on_the_page_changes_what_is_drawn(name, browser, site_url)
+
+
+def test_every_figure_on_the_chinese_site_is_described_in_chinese() -> None:
+    """What a screen reader says in place of each figure (its aria-label, labels.alt_sentence) is Chinese on every
+    Chinese page: the connecting words and the labels, with the same numbers as the English page's."""
+    import html as html_module
+
+    if not (ZH / "book/intro.html").exists():
+        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
+    english_words = re.compile(r"\b(Heat map|Line plot|Training curves|Diagram|Parts|rows|columns|values|against)\b")
+    described, problems = 0, []
+    for page in sorted(ZH.rglob("*.html")):
+        for label in re.findall(r'class="tl-plotly-figure" role="figure" aria-label="([^"]*)"', page.read_text()):
+            said = html_module.unescape(label)
+            described += 1
+            if not re.search(r"[\u4e00-\u9fff]", said) or english_words.search(said):
+                problems.append(f"{page.relative_to(ZH)}: {said[:160]}")
+    assert described > 50, described  # the book's figures were found
+    assert not problems, "\n".join(problems)

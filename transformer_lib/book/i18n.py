@@ -223,4 +223,37 @@ def setup(app: Any) -> dict[str, Any]:
 
     app.connect("builder-inited", add_files)
     app.connect("html-page-context", page_context)
+    app.add_transform(_toctree_captions_transform())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def _toctree_captions_transform() -> type:
+    """A Sphinx transform that translates the captions of the sidebar's parts ("Chapters", "Appendices", ...).
+
+    sphinx-external-toc inserts the toctrees from ``_toc.yml`` (priority 100) after Sphinx's own translation of a
+    page (``Locale``, priority 20): the captions reach the catalog (book/intro.po) but never the page. This runs
+    after the insertion and takes each caption from the same catalog, the way ``Locale`` would have."""
+    from os import path
+
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.transforms import SphinxTransform
+    from sphinx.util.i18n import docname_to_domain
+
+    class TranslateToctreeCaptions(SphinxTransform):
+        default_priority = 101  # after sphinx_external_toc.events.InsertToctrees
+
+        def apply(self, **kwargs: Any) -> None:
+            if site_language(self.config) == "en":
+                return
+            domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+            dirs = [path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
+            catalog, found = init_locale(dirs, self.config.language, domain)
+            if not found:
+                return
+            for node in self.document.findall(addnodes.toctree):
+                caption = node.get("caption")
+                if caption and catalog.gettext(caption) != caption:
+                    node["caption"] = node["rawcaption"] = catalog.gettext(caption)
+
+    return TranslateToctreeCaptions

@@ -31,8 +31,9 @@ stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfil
 stage "jupyterlab" $py -m pytest tests -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
 stage "build" bash scripts/build_book.sh
 if [ -d _build/html ]; then
-    # every test marked browser, in any file; two files at a time (each Chromium page waits on its renderer half the time)
-    stage "browser" $py -m pytest tests -m browser -n 2 --dist loadfile -p no:cacheprovider
+    # every test marked browser, in any file, one at a time: two at a time (-n 2) took 1230 s against about 880 s,
+    # two Chromiums fighting over two cores; the slowest tests are listed at the end
+    stage "browser" $py -m pytest tests -m browser -p no:cacheprovider --durations=15
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")
 fi

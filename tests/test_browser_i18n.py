@@ -101,6 +101,8 @@ def test_a_translated_page_reads_in_chinese(page: str, browser, site_url: str) -
         # the sidebar's parts ("Chapters", ...: _toc.yml's captions, inserted after Sphinx translates a page)
         captions = visit.page.evaluate("() => [...document.querySelectorAll('.caption-text')].map(e => e.textContent)")
         assert captions and all(_cjk_share(c) > 0.5 for c in captions), captions
+        search = visit.page.evaluate("() => [...document.querySelectorAll('input[name=q]')].map(e => e.placeholder)")
+        assert search and all(_cjk_share(s) > 0.5 for s in search), search
     finally:
         visit.close()
 

@@ -158,6 +158,7 @@ PAGE_TEXT: dict[str, dict[str, str]] = {
         "Solution": "解答",
         "Source of {name}, {n} lines": "{name} 的源码，共 {n} 行",
         " (click to unfold)": "（点击展开）",
+        "Search this book...": "搜索本书……",  # the search field (jupyter-book's search_bar_text, not the body)
     }
 }
 
@@ -214,8 +215,14 @@ def setup(app: Any) -> dict[str, Any]:
         if app.builder.format != "html":
             return
         context["metatags"] = context.get("metatags", "") + _alternates(app, pagename, context)
-        if site_language(app.config) != "en" and "body" in context:
-            context["body"] = translate_page_text(context["body"], site_language(app.config))
+        language = site_language(app.config)
+        if language != "en" and "body" in context:
+            context["body"] = translate_page_text(context["body"], language)
+        if language != "en" and "theme_search_bar_text" in context:  # the header's search field, on every page
+            words = PAGE_TEXT.get(language, {})
+            context["theme_search_bar_text"] = words.get(
+                context["theme_search_bar_text"], context["theme_search_bar_text"]
+            )
 
     def add_files(app: Any) -> None:
         app.add_js_file("language.js")

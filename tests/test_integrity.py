@@ -142,3 +142,39 @@ def test_code_anywhere_that_hides_what_runs_is_flagged(code, flag):
     """Outside the graded definition too (the source flags used to read only the statements that bind the name)."""
     found = flags_of(code)
     assert any(f.startswith(flag) and f.endswith(": the teacher decides") for f in found), found
+
+
+def test_a_parse_survives_another_thread_building_an_ast(monkeypatch):
+    """CPython 3.11 can fail a correct parse while another thread builds an AST (python/cpython#106905; it failed 7
+    grader tests at once in CI): the parse is tried again, and any other error still comes through."""
+    import ast
+    import threading
+
+    from transformer_lib.classroom import integrity
+
+    real, calls = ast.parse, []
+
+    def flaky(source, *args, **kwargs):
+        calls.append(source)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=30, after=25)")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", flaky)
+    assert isinstance(integrity.parse_source("x = 1"), ast.Module) and len(calls) == 2
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("something else")))
+    with pytest.raises(SystemError, match="something else"):
+        integrity.parse_source("x = 1")
+    monkeypatch.setattr(ast, "parse", real)
+    # many threads at once: every parse comes back whole
+    source = "def attention(q, k, v):\n    return (q @ k.T) @ v\n" * 50
+    results: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: results.extend(len(integrity.parse_source(source).body) for _ in range(20)))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [50] * 80

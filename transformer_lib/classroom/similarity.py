@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .integrity import parse_source
 from .registry import ASSIGNMENTS
 from .results import GradedNotebook
 
@@ -55,7 +56,7 @@ def solution_code(sources: Iterable[str], names: Iterable[str]) -> str:
     wanted, found = set(names), {}
     for source in sources:
         try:
-            tree = ast.parse(source)
+            tree = parse_source(source)
         except (SyntaxError, ValueError):
             continue
         for stmt in tree.body:

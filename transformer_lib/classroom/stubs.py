@@ -31,6 +31,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from .integrity import parse_source
+
 __all__ = ["LibraryCopy", "REMOVED", "Stubs", "stubs_for", "REMOVED_ERROR"]
 
 _LIBRARY = Path(__file__).resolve().parents[1]  # the transformer_lib package folder
@@ -133,7 +135,7 @@ class Stubs:
             lines = source.splitlines(keepends=True)
             edits = []
             for name, shown, answer in names:
-                node, indent = _find(ast.parse(source), name, lines)
+                node, indent = _find(parse_source(source), name, lines)
                 edits.append(
                     (node.lineno, node.end_lineno or node.lineno, _stub(node, indent, shown, self.assignment, answer))
                 )

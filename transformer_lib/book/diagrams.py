@@ -19,7 +19,7 @@ import torch
 
 from ..embeddings import InputEmbedding, SinusoidalPositionalEncoding
 from ..layers import Decoder, DecoderLayer, Encoder, EncoderLayer
-from .labels import alt_sentence
+from .labels import alt_meta
 from .style import COLORS, check_backend, mpl_figure
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def layout_diagram(
         plot_bgcolor="white",
         showlegend=False,
         margin=dict(l=10, r=10, t=(10, 50, 75)[lines], b=10),
-        meta=dict(fit_text_width=design_width, alt=alt_sentence(facts, "en"), alt_facts=facts),
+        meta=dict(fit_text_width=design_width, **alt_meta(facts)),
     )
     return fig
 

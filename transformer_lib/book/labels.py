@@ -19,7 +19,7 @@ import copy
 import re
 from typing import Any
 
-__all__ = ["LABELS", "PATTERNS", "translate", "translate_figure", "figure_texts", "alt_sentence"]
+__all__ = ["LABELS", "PATTERNS", "translate", "translate_figure", "figure_texts", "alt_sentence", "alt_meta"]
 
 # English label -> Chinese label (whole strings, as the drawing functions write them)
 LABELS: dict[str, dict[str, str]] = {
@@ -495,8 +495,8 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
         "heatmap": ("Heat map", "热图"),
         "lines": ("Line plot", "折线图"),
         "training": ("Training curves", "训练曲线"),
+        "diagram": ("Diagram", "示意图"),
     }
-    head["diagram"] = ("Diagram", "示意图")
     if kind not in head:
         raise ValueError(f"facts: expected a kind among {sorted(head)}, got {kind!r}")
     named = head[kind][zh] + (("：" if zh else ": ") + title if title else "")
@@ -535,3 +535,8 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
     if zh:
         return f"{named}。组成部分：{'、'.join(parts)}" + (f"，另有 {more} 个" if more else "") + "。"
     return f"{named}. Parts: {', '.join(parts)}" + (f", and {more} more" if more else "") + "."
+
+
+def alt_meta(facts: dict[str, Any]) -> dict[str, Any]:
+    """The ``layout.meta`` entries that give a figure its text alternative: the facts, and their English sentence."""
+    return {"alt": alt_sentence(facts, "en"), "alt_facts": facts}

@@ -22,7 +22,7 @@ import torch
 
 from ..tokenization import SPACE_MARK
 from .diagrams import Box, block_diagram  # re-exported: the chapters draw everything through viz
-from .labels import alt_sentence
+from .labels import alt_meta
 from .style import (
     BLOCKED,
     COLORS,
@@ -66,7 +66,7 @@ def describe(fig: go.Figure, facts: dict[str, Any]) -> go.Figure:
     either language (:func:`.labels.alt_sentence`); ``layout.meta.alt`` holds the English sentence. Other ``meta``
     keys are kept."""
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
-    fig.update_layout(meta={**meta, "alt": alt_sentence(facts, "en"), "alt_facts": facts})
+    fig.update_layout(meta={**meta, **alt_meta(facts)})
     return fig
 
 

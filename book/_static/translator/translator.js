@@ -32,8 +32,6 @@ const WORDS = {
     hover: "writes %{customdata[0]}<br>reads %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
     step: "step", reads: "reads", writes: "writes", top: "top candidates (probability)",
     beamHeader: "the best 2k extensions: a beam's last token + a new token, log-probability (✔ ended with &lt;eos&gt;)",
-    empty: () => "Type an English sentence of the toy grammar first.",
-    tooLong: d => `That is ${d.tokens} tokens; the model reads at most max_len = ${d.max}.`,
   },
   zh: {
     english: "英语", translate: "翻译", method: "方法", greedy: "贪心搜索", beam: "束搜索", sample: "采样",
@@ -236,7 +234,7 @@ export async function mount(el, base) {
       $(".tl-lt-timing").textContent = ""; // no time of an earlier translation next to the error
       $(".tl-lt-steps").innerHTML = "";
       if (window.Plotly) window.Plotly.purge($(".tl-lt-heatmap"));
-      // input the model cannot read is said in the site's language; anything else (a failed load) as it came
+      // unreadable input: model.js words it in English, the Chinese page in Chinese; anything else as it came
       $(".tl-lt-message").textContent = W[err.reason] ? W[err.reason](err.details) : err.message;
       $(".tl-lt-message").classList.add("tl-lt-warning");
       el.dataset.state = "error";

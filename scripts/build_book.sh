@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Build the website into _build/html and its Chinese edition into _build/html/zh: set up .venv if needed, execute
-# every notebook that changed (two at a time, into _build/.jupyter_cache, where both builds find them; --force re-runs
-# them all), then build the pages of both languages and fail on any error or warning (-W).
+# every notebook that changed or whose library changed (two at a time, into _build/.jupyter_cache, where both builds
+# find them; a page that the notebook test just executed is taken from it instead; --force re-runs them all), then
+# build the pages of both languages and fail on any error or warning (-W).
 #   bash scripts/build_book.sh            build
-#   bash scripts/build_book.sh --force    forget cached notebook outputs first (after changing transformer_lib)
+#   bash scripts/build_book.sh --force    forget cached notebook outputs first
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup_env.sh
 extra=()
+# the cached pages were executed with another version of transformer_lib: forget them (as --force does)
+if ! .venv/bin/python scripts/execute_notebooks.py --check-library; then
+    echo "build_book: transformer_lib changed since the cached pages were executed; running them again"
+    set -- --force
+fi
 if [ "${1:-}" = "--force" ]; then
     rm -rf _build/.jupyter_cache  # forget executed notebooks ...
     extra=(--all)                 # ... and make Sphinx re-read every page, so that each one runs again

@@ -8,6 +8,11 @@ timeout, no errors allowed), with one difference: the kernel client waits in sho
 (transformer_lib.book.execution explains the stall this removes). The build then finds every notebook in the
 cache ("Using cached notebook") and only renders.
 
+A page that the notebook test (nbval, ``book/conftest.py``) already executed is not run again: its executed copy
+in ``_build/.executed/`` goes into the cache when its fingerprint (the page's bytes and the library's source)
+matches the page as it is now. ``--check-library`` instead says whether the cache was filled with today's library
+(exit 0) or an older one (exit 3: forget the cache and re-read every page).
+
     python scripts/execute_notebooks.py [--jobs 2] [--timeout 600]
 
 Exit status 1 if a notebook failed; its traceback is printed and nothing is cached for it, so the build runs it
@@ -28,10 +33,12 @@ from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
-from transformer_lib.book.execution import SlicedPollKernelManager
+from transformer_lib.book.execution import SlicedPollKernelManager, fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "_build" / ".jupyter_cache"  # where jupyter-book 1 keeps it (myst-nb's execution_cache_path)
+EXECUTED = ROOT / "_build" / ".executed"  # pages that nbval executed (book/conftest.py)
+LIBRARY_STAMP = CACHE / "library.sha256"  # the library's fingerprint when the cache was filled
 
 
 def toc_notebooks(toc: Path = ROOT / "_toc.yml") -> list[Path]:
@@ -86,21 +93,46 @@ def _execute(path: Path, timeout: int) -> tuple[Path, nbformat.NotebookNode, flo
     return path, notebook, result.time, (result.exc_string if result.err is not None else None)
 
 
+def executed_by_the_test(path: Path) -> nbformat.NotebookNode | None:
+    """The page as the notebook test executed it, if that run saw the page and the library as they are now."""
+    copy = EXECUTED / path.relative_to(ROOT)
+    if not copy.is_file():
+        return None
+    notebook = nbformat.read(copy, as_version=4)
+    kept = notebook.metadata.pop("tl_executed", {})
+    return notebook if kept.get("fingerprint") == fingerprint(path) else None
+
+
+def library_fingerprint() -> str:
+    return fingerprint(ROOT / "_toc.yml")  # the library's source (and the table of contents)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default 2)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell, as in _config.yml")
+    parser.add_argument("--check-library", action="store_true", help="exit 3 if the cache holds an older library's")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs: expected a positive number, got {args.jobs}")
+    if args.check_library:
+        stale = CACHE.is_dir() and (not LIBRARY_STAMP.is_file() or LIBRARY_STAMP.read_text() != library_fingerprint())
+        return 3 if stale else 0
 
     cache = get_cache(str(CACHE))
+    LIBRARY_STAMP.write_text(library_fingerprint())
     todo = []
     for path in toc_notebooks():
         try:
             cache.match_cache_notebook(nbformat.read(path, as_version=4))
         except KeyError:
-            todo.append(path)
+            executed = executed_by_the_test(path)
+            if executed is None:
+                todo.append(path)
+            else:
+                drop_unused_widget_state(executed)
+                _cache(cache, path, executed, None)
+                print(f"execute_notebooks: reused {path.relative_to(ROOT)} as the notebook test ran it", flush=True)
     print(f"execute_notebooks: {len(todo)} notebook(s) to run, {args.jobs} at a time", flush=True)
     failed = []
     start = time.time()
@@ -111,15 +143,19 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(name)
                 print(f"execute_notebooks: FAILED {name}\n{error}", flush=True)
                 continue
-            record = cache.add_nb_to_project(str(path))
-            cache.cache_notebook_bundle(
-                CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
-                check_validity=False,
-                overwrite=True,
-            )
+            _cache(cache, path, notebook, seconds)
             print(f"execute_notebooks: {seconds:6.1f} s  {name}", flush=True)
     print(f"execute_notebooks: done in {time.time() - start:.0f} s", flush=True)
     return 1 if failed else 0
+
+
+def _cache(cache, path: Path, notebook: nbformat.NotebookNode, seconds: float | None) -> None:
+    record = cache.add_nb_to_project(str(path))
+    cache.cache_notebook_bundle(
+        CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
+        check_validity=False,
+        overwrite=True,
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Run every test: lint (ruff, mypy, import-linter), unit tests and doctests, every notebook under nbval (times reported; one over 3 x 90 s fails), then build the site
-# and check it in headless Chromium (skipped, with a message, when /usr/bin/chromium is missing).
-# Every stage runs; the exit status is non-zero if any stage failed.
+# Run every test, each notebook executed once: lint (ruff, mypy, import-linter); unit tests and doctests; every
+# notebook under nbval (times reported; one over 3 x 90 s fails), which keeps what it executed for the build; the
+# site built from those executed pages; every page opened in JupyterLab; the built site checked in headless Chromium
+# (skipped, with a message, when /usr/bin/chromium is missing). Every stage runs; the exit status is non-zero if any
+# stage failed.
+#   bash scripts/test_all.sh           everything (CI runs this)
+#   bash scripts/test_all.sh --fast    the contributor's lane, no browser, no notebook run, no build (under 5 minutes):
+#                                      lint, unit tests and doctests not marked slow (notebook hygiene, catalogs,
+#                                      the live translator's decoding against the library's, in Python)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -25,14 +31,26 @@ stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
 }
 
 stage "lint" bash scripts/lint.sh
-stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" -n 2 --dist loadfile
+if [ "${1:-}" = "--fast" ]; then
+    stage "unit tests (fast lane)" $py -m pytest tests transformer_lib --doctest-modules \
+        -m "not slow and not browser and not jupyterlab" -n 2 --dist loadfile -p no:cacheprovider
+    echo
+    [ ${#failed[@]} -gt 0 ] && { echo "test_all --fast: FAILED stages: ${failed[*]}"; exit 1; }
+    echo "test_all --fast: all stages passed (the full run adds the slow tests, the notebooks, the build and the browser)"
+    exit 0
+fi
+stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
+    -n 2 --dist loadfile -p no:cacheprovider --durations=10
+# every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build
+rm -rf _build/.executed
 stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
-# every chapter page run in a real JupyterLab in headless Chromium (skipped, with a message, without Chromium)
-stage "jupyterlab" $py -m pytest tests -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
+# the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build)
 stage "build" bash scripts/build_book.sh
+# every page opened in a real JupyterLab in headless Chromium; the pages with widgets run up to their first widget
+stage "jupyterlab" $py -m pytest tests -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
 if [ -d _build/html ]; then
-    # every test marked browser, in any file, one at a time: two at a time (-n 2) took 1230 s against about 880 s,
-    # two Chromiums fighting over two cores; the slowest tests are listed at the end
+    # every test marked browser, in any file, one at a time (two Chromiums on two cores were slower); each page is
+    # visited once per language and width (tests/site_browser.py); the slowest tests are listed at the end
     stage "browser" $py -m pytest tests -m browser -p no:cacheprovider --durations=15
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")

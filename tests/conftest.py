@@ -1,7 +1,9 @@
-"""Shared pytest set-up for the unit tests: tests marked ``gpu`` are skipped where CUDA is absent."""
+"""Shared pytest set-up: tests marked ``gpu`` are skipped where CUDA is absent; the browser tests' fixtures (headless
+Chromium, the built site served on 127.0.0.1, the site swept once per language and view: tests/site_browser.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,47 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, driven by playwright (skipped, with a message, where it is missing)."""
+    from site_browser import CHROMIUM, CHROMIUM_FLAGS
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's package with `apt-get install chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def site_url() -> Iterator[str]:
+    """The built site (_build/html) served on 127.0.0.1 (skipped, with a message, before a build)."""
+    from site_browser import NO_SITE, SITE, serve
+
+    if not (SITE / "index.html").exists():
+        pytest.skip(NO_SITE)
+    server, url = serve(SITE)
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def sweeps(browser, site_url: str):
+    """Every page visited once per language and view, every check run in that visit (tests/site_checks.py)."""
+    from site_checks import Sweeps
+
+    return Sweeps(browser, site_url)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """After a browser run: how soon the pages' load event came (a measurement to read, not a test)."""
+    import sys
+
+    site_browser = sys.modules.get("site_browser")
+    for line in site_browser.load_time_summary() if site_browser else []:
+        terminalreporter.write_line(f"site: {line}")

@@ -1,72 +1,63 @@
 """Accessibility of the built site: axe-core (vendored from npm, book/_static/vendor/axe-core, injected by the test
-only) reports no WCAG 2.0/2.1 A or AA violation on any page, on a desktop in the light theme and on a phone in the
-dark one; the Chinese site's translated pages are checked too. Each failure lists the rule, how many elements and
-the first ones, so that the fix can go to the root (theme script, Sphinx extension, figure code)."""
+only) reports no WCAG 2.0/2.1 A or AA violation on any page on a desktop in the light theme (run in the desktop
+sweep's one visit of each page, every figure drawn), on the Chinese site's translated pages, and on a dark touch
+phone for a sample of pages that holds every kind of control (site_checks.dark_sample). Each failure lists the
+rule, how many elements and the first ones, so that the fix can go to the root (theme script, Sphinx extension,
+figure code)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import test_browser as tb
-
-from transformer_lib.book import i18n
+from site_browser import AXE, AXE_TAGS, DESKTOP, NO_SITE, NO_ZH_SITE, SITE, content_pages, zh_checked
+from site_checks import RUN_AXE, dark_sample
 
 pytestmark = pytest.mark.browser
-browser = tb.browser  # the same fixtures as the site's other browser tests
-site_url = tb.site_url
-AXE = Path(__file__).resolve().parents[1] / "book" / "_static" / "vendor" / "axe-core" / "axe.min.js"
-TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-VIEWS = {
-    "desktop-light": dict(viewport={"width": 1280, "height": 900}, color_scheme="light"),
-    "phone-dark": dict(viewport={"width": 390, "height": 844}, color_scheme="dark", has_touch=True, is_mobile=True),
-}
-RUN_AXE = """async (tags) => {
-  const result = await axe.run(document, {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
-  return result.violations.map(v => ({id: v.id, help: v.help, n: v.nodes.length,
-                                      first: v.nodes.slice(0, 3).map(n => n.html.slice(0, 160))}));
-}"""
 
 
-def violations(browser, url: str, view: dict) -> list[dict]:
-    context = browser.new_context(**view, service_workers="block")
-    try:
-        page = context.new_page()
-        page.goto(url, wait_until="load")
-        page.wait_for_timeout(500)  # the page's own scripts name their controls on DOMContentLoaded
-        page.add_script_tag(path=str(AXE))
-        return page.evaluate(RUN_AXE, TAGS)
-    finally:
-        context.close()
+def _said(name: str, view: str, record: dict) -> str:
+    if "visit_error" in record:
+        return f"{name} ({view}): {record['visit_error']}"
+    return f"{name} ({view}): " + "; ".join(f"{v['id']} x{v['n']}: {v['help']} {v['first']}" for v in record["axe"])
 
 
-def _pages() -> list[str]:
-    """The site's pages, less index.html: it only redirects to the introduction (checked as book/intro.html)."""
-    return [p for p in tb._site_pages() if p != "index.html"]
+def _check(sweep: dict[str, dict], name: str, view: str, missing: str) -> None:
+    if name not in sweep:
+        pytest.skip(missing)
+    record = sweep[name]
+    assert "visit_error" not in record and not record["axe"], _said(name, view, record)
 
 
-@pytest.mark.parametrize("view", list(VIEWS))
-@pytest.mark.parametrize("name", _pages() or ["<no built site>"])
-def test_no_wcag_violation(name: str, view: str, browser, site_url: str) -> None:
-    if not tb._site_pages():
-        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
-    found = violations(browser, site_url + name, VIEWS[view])
-    assert not found, f"{name} ({view}): " + "; ".join(f"{v['id']} x{v['n']}: {v['help']} {v['first']}" for v in found)
+@pytest.mark.parametrize("name", content_pages() or ["<no built site>"])
+def test_no_wcag_violation(name: str, sweeps) -> None:
+    _check(sweeps.desktop(), name, "desktop-light", NO_SITE)
 
 
-@pytest.mark.parametrize("page", i18n.TRANSLATED)
-def test_no_wcag_violation_on_the_chinese_site(page: str, browser, site_url: str) -> None:
-    if not (tb.SITE / "zh" / f"{page}.html").exists():
-        pytest.skip("no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first")
-    found = violations(browser, site_url + f"zh/{page}.html", VIEWS["desktop-light"])
-    assert not found, f"zh/{page}: " + "; ".join(f"{v['id']} x{v['n']}: {v['help']} {v['first']}" for v in found)
+@pytest.mark.parametrize("name", dark_sample(content_pages()) or ["<no built site>"])
+def test_no_wcag_violation_on_a_dark_phone(name: str, sweeps) -> None:
+    _check(sweeps.dark_axe(), name, "phone-dark", NO_SITE)
+
+
+@pytest.mark.parametrize("name", [p for p in zh_checked() if p != "zh/index.html"] or ["<no Chinese site>"])
+def test_no_wcag_violation_on_the_chinese_site(name: str, sweeps) -> None:
+    _check(sweeps.desktop("zh"), name, "desktop-light", NO_ZH_SITE)
+
+
+def test_the_dark_sample_holds_every_kind_of_control() -> None:
+    from site_checks import CONTROL_KINDS
+
+    pages = content_pages()
+    if not pages:
+        pytest.skip(NO_SITE)
+    sample = dark_sample(pages)
+    html = "".join((SITE / p).read_text(encoding="utf-8") for p in sample)
+    everywhere = "".join((SITE / p).read_text(encoding="utf-8") for p in pages)
+    assert [k for k, mark in CONTROL_KINDS.items() if mark in everywhere and mark not in html] == []
+    assert len(sample) < len(pages) / 2, sample  # a sample, not the whole site again
 
 
 def test_axe_finds_a_planted_violation(browser, site_url: str) -> None:
     """The check can fail: an image without a text alternative and an unlabelled menu, added to a real page."""
-    if not tb._site_pages():
-        pytest.skip("no built site in _build/html: run `bash scripts/build_book.sh` first")
-    context = browser.new_context(**VIEWS["desktop-light"], service_workers="block")
+    context = browser.new_context(**DESKTOP)
     try:
         page = context.new_page()
         page.goto(site_url + "book/glossary.html", wait_until="load")
@@ -75,7 +66,7 @@ def test_axe_finds_a_planted_violation(browser, site_url: str) -> None:
             " a.insertAdjacentHTML('beforeend', '<img src=\"x.png\"><select><option>1</option></select>'); }"
         )
         page.add_script_tag(path=str(AXE))
-        found = {v["id"] for v in page.evaluate(RUN_AXE, TAGS)}
+        found = {v["id"] for v in page.evaluate(RUN_AXE, AXE_TAGS)}
         assert {"image-alt", "select-name"} <= found, found
     finally:
         context.close()

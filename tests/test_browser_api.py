@@ -10,7 +10,7 @@ import inspect
 from urllib.parse import urldefrag, urljoin
 
 import pytest
-from test_browser import SITE, Visit, browser, site_url  # noqa: F401  (fixtures)
+from site_browser import SITE, Visit
 
 import transformer_lib as tl
 
@@ -29,7 +29,7 @@ def _public_objects() -> dict[str, list[str]]:
     return names
 
 
-def test_every_exported_function_and_class_has_an_entry_with_its_signature(browser, site_url: str) -> None:  # noqa: F811
+def test_every_exported_function_and_class_has_an_entry_with_its_signature(browser, site_url: str) -> None:
     visit = Visit(browser, site_url + "book/api.html")
     try:
         ids = set(visit.page.eval_on_selector_all("dt[id]", "els => els.map(e => e.id)"))
@@ -45,7 +45,7 @@ def test_every_exported_function_and_class_has_an_entry_with_its_signature(brows
         visit.close()
 
 
-def test_links_on_the_api_page_resolve(browser, site_url: str) -> None:  # noqa: F811
+def test_links_on_the_api_page_resolve(browser, site_url: str) -> None:
     visit = Visit(browser, site_url + "book/api.html")
     try:
         hrefs = visit.page.eval_on_selector_all("article a[href]", "els => els.map(e => e.href)")
@@ -64,7 +64,7 @@ def test_links_on_the_api_page_resolve(browser, site_url: str) -> None:  # noqa:
         visit.close()
 
 
-def test_chapter_4_links_its_names_to_their_entries(browser, site_url: str) -> None:  # noqa: F811
+def test_chapter_4_links_its_names_to_their_entries(browser, site_url: str) -> None:
     visit = Visit(browser, site_url + "book/04_attention.html")
     try:
         link = visit.page.locator("a.reference[title='transformer_lib.attention.scaled_dot_product_attention']").first

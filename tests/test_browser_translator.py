@@ -6,7 +6,7 @@ Asserts: on held-out sentences the page writes exactly the tokens of ``tl.greedy
 ``tl.beam_search``; its cross-attention heatmap shows Python's weights within 1e-4; its sampling distribution
 is ``tl.sampling_distribution``; the controls change the output; an unknown word gets a clear message; no
 request leaves the machine and no JavaScript error occurs. Prints the in-browser time per translation and
-saves screenshots at 1280 and 390 px to ``_build/screenshots/``. When a built site exists, chapter 7's own
+takes screenshots at 1280 and 390 px (with ``TL_SCREENSHOTS=1``). When a built site exists, chapter 7's own
 page is checked too. Run: ``pytest tests/test_browser_translator.py -m browser -s``.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_browser import CHROMIUM, SHOTS, SITE, Visit, _serve, browser  # noqa: F401  (browser: a fixture)
+from site_browser import SITE, Visit, screenshot, serve
 
 import transformer_lib as tl
 from transformer_lib.book import live_translator, recipes
@@ -61,13 +61,13 @@ def harness_url(tmp_path_factory):
             f"{live_translator.page_html()}</main></body></html>",
             encoding="utf-8",
         )
-    server, url = _serve(root)
+    server, url = serve(root)
     yield url + "book/chapter.html"
     server.shutdown()
 
 
 @pytest.fixture(scope="module")
-def visit(browser, harness_url):  # noqa: F811
+def visit(browser, harness_url):
     """One page for the whole module (the runtime and the model load once), checked offline at the end."""
     v = Visit(browser, harness_url)
     v.page.wait_for_selector("#live-translator [name=go]", timeout=TIMEOUT_MS)
@@ -218,7 +218,7 @@ def test_controls_change_the_output(visit) -> None:
     assert "ne" in page.inner_text("#live-translator .tl-lt-sentence").split()
 
 
-def test_the_translator_speaks_chinese_on_the_chinese_site(browser, harness_url) -> None:  # noqa: F811
+def test_the_translator_speaks_chinese_on_the_chinese_site(browser, harness_url) -> None:
     """On a page in Chinese the controls, the timing and the messages for input the model cannot read are Chinese;
     the sentence it writes is the same model's."""
     v = Visit(browser, harness_url.replace("chapter.html", "chapter-zh.html"))
@@ -265,7 +265,7 @@ def test_unknown_word_and_bad_input_give_messages(visit, library) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_screenshots_at_two_widths(browser, harness_url, width: int) -> None:  # noqa: F811
+def test_screenshots_at_two_widths(browser, harness_url, width: int) -> None:
     v = Visit(browser, harness_url)  # a fresh page at this width, as a phone or a laptop opens it
     try:
         page = v.page
@@ -275,19 +275,18 @@ def test_screenshots_at_two_widths(browser, harness_url, width: int) -> None:  #
         run_ui(page)
         box = page.locator("#live-translator").bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= width  # the translator fits the screen
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"live_translator_{width}.png"), full_page=True)
+        screenshot(page, f"live_translator_{width}", full_page=True)
         assert not v.blocked and not v.failed and not v.errors, (v.blocked, v.failed, v.errors)
     finally:
         v.close()
 
 
-def test_chapter_7_on_the_built_site(browser, library) -> None:  # noqa: F811
+def test_chapter_7_on_the_built_site(browser, library) -> None:
     pages = [p for p in sorted((SITE / "book").glob("07*.html")) if "live-translator" in p.read_text(encoding="utf-8")]
     if not pages:
         pytest.skip("no built chapter 7 with the live translator: run `bash scripts/build_book.sh` first")
     model, corpus = library
-    server, url = _serve(SITE)
+    server, url = serve(SITE)
     v = Visit(browser, url + pages[0].relative_to(SITE).as_posix())
     try:
         v.page.wait_for_selector("#live-translator [name=go]", timeout=TIMEOUT_MS)

@@ -2,16 +2,19 @@
 
 Starts ``jupyter lab`` from this environment on 127.0.0.1 (a free port, a random token, no browser, settings and
 workspaces in a temporary folder, news and update checks off) and stops it at the end, also on failure. Opens each
-page ``book/*.ipynb`` in headless Chromium (every non-loopback request aborted), runs all cells, and asserts:
+page ``book/*.ipynb`` in headless Chromium (every non-loopback request aborted) and asserts:
 
-* no cell ends in an error output;
+* on a page with ipywidgets, the cells up to its first widget run without an error output (the first widget is
+  found in the build's executed copy of the page, ``_build/.jupyter_cache``; without one, all cells run); every
+  other cell's run is nbval's test (the notebooks stage), in the same kind of kernel, and no page runs twice here;
 * no rendered markdown cell shows raw MyST (a colon or backtick fence, a role such as ``{cite:p}``, an option
   such as ``:class:``): jupyterlab-myst renders what the book uses, and what it cannot render must not show up;
 * every hint and solution is folded (a closed ``<details>`` whose body is hidden) and opens on a click, and no
   "Solution" is visible outside one;
 * on a page with ipywidgets, moving its first control (slider, dropdown, toggle buttons) changes the output.
 
-Screenshots of each page go to ``_build/screenshots/jupyterlab/``. Skipped, with a message, without Chromium.
+Screenshots of each page with ``TL_SCREENSHOTS=1`` (tests/site_browser.py says where). Skipped, with a message,
+without Chromium.
 Run: ``pytest tests/test_jupyterlab.py -m jupyterlab`` (one page: ``-k 08_training``).
 """
 
@@ -31,13 +34,14 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from site_browser import screenshot
 
 pytestmark = pytest.mark.jupyterlab
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 PAGES = sorted(p.name for p in BOOK.glob("*.ipynb"))
-SHOTS = ROOT / "_build" / "screenshots" / "jupyterlab"
+CACHE = ROOT / "_build" / ".jupyter_cache"  # the build's executed notebooks (scripts/execute_notebooks.py)
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -142,11 +146,12 @@ KERNEL_READY_JS = f"""() => {{
     const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
     return !!(k && k.connectionStatus === 'connected' && k.status === 'idle' && w.content.widgets.length);
 }}"""
-# Done when every code cell with source has an execution count and the kernel is idle, or when one failed (Run
-# All stops there).
-RUN_DONE_JS = f"""() => {{
+# Done when every code cell with source, up to the cell given (-1: all), has an execution count and the kernel is
+# idle, or when one failed (running stops there).
+RUN_DONE_JS = f"""(last) => {{
     const w = {NOTEBOOK_JS};
-    const code = w.content.widgets.filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().trim());
+    const code = w.content.widgets.filter((c, i) => (last < 0 || i <= last) && c.model.type === 'code'
+        && c.model.sharedModel.getSource().trim());
     const failed = code.some(c => c.model.outputs.toJSON().some(o => o.output_type === 'error'));
     const k = w.sessionContext.session.kernel;
     return failed || (k.status === 'idle' && code.every(c => c.model.executionCount !== null));
@@ -204,6 +209,27 @@ SNAPSHOT_JS = """(cell) => {
 }"""
 
 
+def first_widget_cell(page_name: str) -> int | None:
+    """The index of the first cell whose output shows a widget, read from the build's executed copy of the page;
+    -1 when there is none to read (run every cell and look), None when the page shows no widget."""
+    import nbformat
+
+    try:
+        from jupyter_cache import get_cache
+
+        if not CACHE.is_dir():
+            return -1
+        cache = get_cache(str(CACHE))
+        record = cache.match_cache_notebook(nbformat.read(BOOK / page_name, as_version=4))
+        executed = cache.get_cache_bundle(record.pk).nb
+    except (KeyError, ImportError, OSError):
+        return -1
+    for i, cell in enumerate(executed.cells):
+        if any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in cell.get("outputs", [])):
+            return i
+    return None
+
+
 def _markdown_cells(page_name: str) -> list[dict]:
     cells = json.loads((BOOK / page_name).read_text(encoding="utf-8"))["cells"]
     return [{**c, "source": "".join(c["source"])} for c in cells if c["cell_type"] == "markdown"]
@@ -241,10 +267,20 @@ def test_page_reads_like_the_website(page_name: str, lab: str, browser) -> None:
     try:
         page.goto(lab.format(page=page_name), wait_until="load")
         page.wait_for_function(KERNEL_READY_JS, timeout=START_TIMEOUT_S * 1000)
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_function(RUN_DONE_JS, timeout=RUN_TIMEOUT_MS, polling=500)
-        errors = page.evaluate(ERRORS_JS)
-        assert not errors, f"{page_name}: error outputs after Run All: {errors}"
+        last = first_widget_cell(page_name)
+        if last is not None:  # run up to the first widget (or everything, to find it)
+            page.evaluate(
+                "(last) => { const app = window.jupyterapp, w = app.shell.currentWidget;"
+                " if (last < 0) { return app.commands.execute('notebook:run-all-cells'); }"
+                " w.content.activeCellIndex = last; return app.commands.execute('notebook:run-all-above')"
+                ".then(() => app.commands.execute('notebook:run-cell')); }",
+                last,
+            )
+            page.wait_for_function(RUN_DONE_JS, arg=last, timeout=RUN_TIMEOUT_MS, polling=500)
+            errors = page.evaluate(ERRORS_JS)
+            assert not errors, f"{page_name}: error outputs after running to cell {last}: {errors}"
+        else:  # nothing runs; the markdown is rendered once the page is open
+            page.wait_for_selector(".jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown", timeout=WIDGET_TIMEOUT_MS)
 
         raw = []
         for i, text in enumerate(page.evaluate(MARKDOWN_TEXT_JS)):
@@ -259,6 +295,7 @@ def test_page_reads_like_the_website(page_name: str, lab: str, browser) -> None:
         assert folds["folds"] == written, f"{page_name}: {written} <details> written, {folds['folds']} rendered"
 
         widget_cells = page.evaluate(WIDGET_CELLS_JS)
+        assert last is None or last < 0 or widget_cells == [last], f"{page_name}: widgets in {widget_cells}, not {last}"
         if widget_cells:
             cell = page.locator(".jp-Notebook .jp-Cell").nth(widget_cells[0])
             controls = cell.locator(CONTROLS)
@@ -280,8 +317,7 @@ def test_page_reads_like_the_website(page_name: str, lab: str, browser) -> None:
                     f"after moving its first control ({how})"
                 ) from exc
     finally:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{Path(page_name).stem}.png"))
+        screenshot(page, f"jupyterlab_{Path(page_name).stem}")
         # free the kernel's memory now rather than when the server stops
         page.evaluate(f"() => {NOTEBOOK_JS} && {NOTEBOOK_JS}.sessionContext.shutdown()")
         context.close()

@@ -466,6 +466,52 @@
       gd.classList.add("tl-fitted");  // laid out for this width (tests wait for it)
     });
   };
+  // Drawing on demand. Drawing and fitting a figure takes tens of milliseconds, and a chapter has up to 30: drawn
+  // all at once they held a chapter's load event back 3-6 s on a 2-core machine. Each figure is drawn when it comes
+  // within a screen of the viewport (a figure in a folded or hidden view, when it is shown), and keeps its place
+  // until then so that the page does not jump. Printing draws them all first; tests call tlDrawAll(). (Checked on
+  // scrolling rather than with an IntersectionObserver, which headless Chromium left silent for these figures.)
+  var waiting = [], drawing = [];  // [element, draw] pairs not yet drawn; [element, promise] pairs drawn
+  function drawNow(el) {
+    for (var i = 0; i < waiting.length; i++) {
+      if (waiting[i][0] === el) {
+        var draw = waiting.splice(i, 1)[0][1];
+        var done = Promise.resolve(draw()).then(function () { el.parentElement.style.minHeight = ""; });
+        drawing.push([el, done]);
+        return done;
+      }
+    }
+    for (var j = 0; j < drawing.length; j++) { if (drawing[j][0] === el) { return drawing[j][1]; } }
+    return Promise.resolve();
+  }
+  function drawNear() {  // the figures within a screen of the viewport; a hidden one (folded, another view) waits
+    var reach = window.innerHeight;
+    waiting.slice().forEach(function (pair) {
+      var box = pair[0].parentElement.getBoundingClientRect();  // the container holds the figure's place
+      if (box.height > 0 && box.bottom > -reach && box.top < 2 * reach) { drawNow(pair[0]); }
+    });
+  }
+  var queued = false;
+  function soon() {
+    if (queued) { return; }
+    queued = true;
+    window.requestAnimationFrame(function () { queued = false; drawNear(); });
+  }
+  ["scroll", "resize"].forEach(function (event) { window.addEventListener(event, soon, {passive: true}); });
+  // a fold opened, a menu switched to another view, a tab shown: what was hidden may now be near
+  ["toggle", "change", "click"].forEach(function (event) { document.addEventListener(event, soon, true); });
+  window.tlDrawWhenNear = function (el, draw, height) {
+    // the place is kept by the figure's container: a figure div with a height of its own when it is drawn would be
+    // sized to it by plotly (responsive), and keep that height for ever after
+    el.parentElement.style.minHeight = (height || 450) + "px";  // plotly's default height
+    waiting.push([el, draw]);
+    soon();
+  };
+  window.tlDrawAll = function () {  // every figure on the page, drawn and fitted; resolves when all are
+    return Promise.all(waiting.map(function (pair) { return pair[0]; }).map(drawNow)
+      .concat(drawing.map(function (pair) { return pair[1]; })));
+  };
+  window.addEventListener("beforeprint", function () { window.tlDrawAll(); });
   new MutationObserver(function () {
     document.querySelectorAll(".tl-plotly-figure.js-plotly-plot").forEach(apply);
   }).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});

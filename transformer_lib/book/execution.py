@@ -16,7 +16,9 @@ execute_notebooks.py`` does, for the build).
 
 from __future__ import annotations
 
+import hashlib
 import time
+from pathlib import Path
 from queue import Empty
 from typing import Any
 
@@ -56,3 +58,80 @@ class SlicedPollKernelManager(AsyncKernelManager):
 
     client_class = "transformer_lib.book.execution.SlicedPollKernelClient"
     client_factory = Type(SlicedPollKernelClient)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Executing once per run: the notebook test (nbval) keeps what it executed, and the build reuses it
+
+
+def fingerprint(notebook: Path, library: Path | None = None) -> str:
+    """What a notebook's outputs depend on: the notebook's own bytes and every source file of ``transformer_lib``
+    (the book's helpers and figures included). Two runs with the same fingerprint print the same pages."""
+    library = Path(__file__).resolve().parents[1] if library is None else library
+    digest = hashlib.sha256(notebook.read_bytes())
+    for path in sorted(library.rglob("*.py")):
+        digest.update(path.relative_to(library).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def replay(notebook: Any, messages: dict[int, list[dict[str, Any]]], language_info: dict[str, Any]) -> Any:
+    """Fill ``notebook`` (nbformat) with the outputs that the kernel messages of each code cell (``{cell index: its
+    iopub messages}``) make, exactly as nbclient makes them when it executes the notebook: streams, displays,
+    cleared outputs, display updates, widget views and the widget state. Returns the notebook."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionComplete
+
+    client = NotebookClient(notebook, record_timing=False)
+    client.reset_execution_trackers()
+    client.kc = _NoKernel()  # type: ignore[assignment]
+    count = 0
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = []
+        cell.execution_count = None
+        client.clear_before_next_output = False  # what nbclient's execute_cell sets before each cell
+        for message in messages.get(index, []):
+            try:
+                client.process_message(message, cell, index)
+            except CellExecutionComplete:
+                break
+        count += 1  # numbered as nbclient numbers them (nbval runs cells without keeping a history)
+        cell.execution_count = count
+        if _quiet(cell.source):  # IPython hides the value of a cell that ends with ";" only when it keeps history
+            cell.outputs = [o for o in cell.outputs if o.output_type != "execute_result"]
+        for output in cell.outputs:
+            if output.output_type == "execute_result":
+                output.execution_count = count
+    client.set_widgets_metadata()
+    notebook.metadata["language_info"] = language_info
+    return notebook
+
+
+class _NoKernel:
+    """Where nbclient's stand-in for an Output widget sends the widget's new state (to the kernel, as a front end
+    would): a replay has no kernel to tell, and the state it keeps is what the page needs."""
+
+    def __init__(self) -> None:
+        from jupyter_client.session import Session
+
+        self.session = Session()
+        self.shell_channel = self
+
+    def send(self, message: Any) -> None:
+        pass
+
+
+def _quiet(source: str) -> bool:
+    """Whether IPython's display hook keeps a cell's value to itself: its last token (comments aside) is ";"."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT}
+    meaningful = [t for t in tokens if t.type not in skip]
+    return bool(meaningful) and meaningful[-1].string == ";"

@@ -81,10 +81,14 @@ class PlotlyMystNbRenderer:
             # long plotly menus become HTML <select>s, which work by touch (plotly-theme.js)
             f"    if (window.tlPlotlyMenus) {{ window.tlPlotlyMenus(fig, el); }}\n"
             f"    if (window.tlPlotlyPrepare) {{ window.tlPlotlyPrepare(fig, el); }}\n"  # phones: plotly-theme.js
-            f"    Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
-            f"config: config}}).then(function () {{ if (window.tlPlotlyTheme) {{ window.tlPlotlyTheme(el); }} }});\n"
+            f"    return Plotly.newPlot(el, {{data: fig.data, layout: fig.layout, frames: fig.frames || [], "
+            f"config: config}}).then(function () {{\n"
+            f"      if (window.tlPlotlyTheme) {{ return window.tlPlotlyTheme(el); }}\n    }});\n"
             f"  }}\n"
-            f'  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
+            # drawn when it comes near the viewport (plotly-theme.js), so that a page is ready before its last figure
+            f'  var el = document.getElementById("{div_id}");\n'
+            f"  if (window.tlDrawWhenNear) {{ window.tlDrawWhenNear(el, draw, (fig.layout || {{}}).height); }}\n"
+            f'  else if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
             f" else {{ draw(); }}\n}})();\n</script>"
         )
         return [nodes.raw(text=code, format="html", classes=["output", "text_html"])]

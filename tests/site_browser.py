@@ -1,0 +1,258 @@
+"""How the browser tests see the built website: one visit per page, language and width.
+
+The site (``_build/html``, its Chinese edition in ``zh/``) is served on 127.0.0.1 and opened in Debian's Chromium
+(driven by playwright), every non-loopback request aborted and recorded. A *sweep* visits each page once in one
+browser context, waits until every figure is drawn (figures are drawn on demand as a reader scrolls: the sweep asks
+for all of them), and then, in that one visit, runs every check that reads the page (figures drawn, requests,
+JavaScript errors, text overflow, raw formula source, figure text, diagrams, the Chinese edition's reading checks,
+axe) and finally operates the controls, which change what is drawn. The tests (``test_browser*.py``) assert on what
+a sweep recorded, one test per page and check, so that a failure names its page.
+
+Screenshots are taken only when asked for (``TL_SCREENSHOTS=1``), into ``$TL_SCREENSHOTS_DIR`` or a folder in the
+system's temporary directory, never into the repository.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+ZH = SITE / "zh"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+DRAWN_TIMEOUT_MS = 30_000
+AXE = ROOT / "book" / "_static" / "vendor" / "axe-core" / "axe.min.js"  # injected by the tests only
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+DESKTOP = {"viewport": {"width": 1280, "height": 900}, "service_workers": "block"}
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "service_workers": "block"}
+NO_SITE = "no built site in _build/html: run `bash scripts/build_book.sh` first"
+NO_ZH_SITE = "no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first"
+
+
+def screenshot_dir() -> Path | None:
+    """Where screenshots go when ``TL_SCREENSHOTS=1`` (else None: none are taken)."""
+    if os.environ.get("TL_SCREENSHOTS") != "1":
+        return None
+    folder = Path(os.environ.get("TL_SCREENSHOTS_DIR") or Path(tempfile.gettempdir()) / "tl-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def screenshot(page, name: str, **options: Any) -> None:
+    folder = screenshot_dir()
+    if folder is not None:
+        page.screenshot(path=str(folder / f"{name}.png"), **options)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Pages
+
+
+def _is_redirect(path: Path) -> bool:
+    return path.read_text(encoding="utf-8").startswith('<meta http-equiv="Refresh"')
+
+
+def site_pages() -> list[str]:
+    """The English site's pages (relative paths), the Chinese edition's excluded."""
+    if not (SITE / "index.html").exists():
+        return []
+    return sorted(
+        p.relative_to(SITE).as_posix()
+        for p in SITE.rglob("*.html")
+        if not p.relative_to(SITE).parts[0].startswith("_") and p.relative_to(SITE).parts[0] != "zh"
+    )
+
+
+def content_pages() -> list[str]:
+    """The English pages less those that only redirect (index.html)."""
+    return [n for n in site_pages() if not _is_redirect(SITE / n)]
+
+
+def zh_pages() -> list[str]:
+    if not (ZH / "index.html").exists():
+        return []
+    return sorted(
+        "zh/" + p.relative_to(ZH).as_posix()
+        for p in ZH.rglob("*.html")
+        if not any(part.startswith("_") for part in p.relative_to(ZH).parts)  # not the theme's templates
+    )
+
+
+def zh_checked() -> list[str]:
+    """The Chinese pages that get the English pages' full check: the translated ones, the home page and chapter 4
+    (the other pages, if any, are the English pages under another language code)."""
+    from transformer_lib.book import i18n
+
+    chosen = {f"zh/{page}.html" for page in i18n.TRANSLATED} | {"zh/index.html", "zh/book/04_attention.html"}
+    return [p for p in zh_pages() if p in chosen]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Serving and visiting
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args) -> None:  # keep the test output readable
+        pass
+
+
+def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve ``directory`` on 127.0.0.1 from a thread; returns the server (call ``shutdown()``) and its URL."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(directory))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+class Recorder:
+    """Records, for one browser page, the requests that would have left the machine (aborted), the local files
+    that failed to load and the JavaScript errors; ``clear()`` between visits."""
+
+    def __init__(self, context, page) -> None:
+        self.blocked: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        context.route("**/*", self._route)
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
+        page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+        page.on("requestfailed", self._request_failed)
+
+    def clear(self) -> None:
+        self.blocked.clear()
+        self.failed.clear()
+        self.errors.clear()
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK:
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def _console(self, message) -> None:
+        # a blocked request also logs "Failed to load resource"; it is already in self.blocked
+        if message.type == "error" and not (self.blocked and "net::ERR_FAILED" in message.text):
+            self.errors.append(message.text)
+
+    def _request_failed(self, request) -> None:
+        if request.url not in self.blocked:
+            self.failed.append(f"{request.failure} {request.url}")
+
+
+class Visit:
+    """One offline page visit in a context of its own (``options``: playwright's context options)."""
+
+    def __init__(self, browser, url: str, **options: Any) -> None:
+        self.context = browser.new_context(**{**DESKTOP, **options})
+        self.page = self.context.new_page()
+        self.record = Recorder(self.context, self.page)
+        self.blocked, self.failed, self.errors = self.record.blocked, self.record.failed, self.record.errors
+        self.page.goto(url, wait_until="load")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+DRAW_ALL = "() => window.tlDrawAll ? window.tlDrawAll().then(() => true) : false"
+ALL_DRAWN = (
+    "() => [...document.querySelectorAll('.tl-plotly-figure')]"
+    ".every(d => d.classList.contains('js-plotly-plot') && d.querySelector('.main-svg')"
+    " && d.classList.contains('tl-fitted'))"
+)
+WIDGETS_DRAWN = (  # the embed manager draws each view in a .widget-subarea just before its script tag
+    "() => [...document.querySelectorAll(\"script[type='application/vnd.jupyter.widget-view+json']\")]"
+    ".every(s => { const a = s.previousElementSibling;"
+    " return a && a.classList.contains('widget-subarea') && a.innerText.trim().length > 0"
+    " && a.getBoundingClientRect().height > 0; })"
+)
+MATH_TYPESET = (
+    "() => document.querySelectorAll('.math').length === 0 || document.querySelectorAll('mjx-container').length > 0"
+)
+
+
+def ready(page, settle_ms: int = 300) -> None:
+    """Everything a reader could scroll to is drawn: every plotly figure (drawn on demand, so ask for all of them)
+    drawn and fitted to this width, every widget view drawn, the formulas typeset; then a moment for late layout
+    (fonts) and late errors."""
+    page.evaluate(DRAW_ALL)
+    page.wait_for_function(ALL_DRAWN, timeout=DRAWN_TIMEOUT_MS)
+    page.wait_for_function(WIDGETS_DRAWN, timeout=DRAWN_TIMEOUT_MS)
+    page.wait_for_function(MATH_TYPESET, timeout=DRAWN_TIMEOUT_MS)
+    page.wait_for_timeout(settle_ms)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Sweeps: every page once per language and width, every check in that one visit
+
+LOAD_TIMES: dict[str, list[float]] = {}  # sweep name -> seconds from navigation to the load event, per page
+
+
+def sweep(
+    browser,
+    site_url: str,
+    name: str,
+    pages: list[str],
+    context_options: dict[str, Any],
+    checks: list[Callable[[Any, str, dict], None]],
+    settle_ms: int = 300,
+) -> dict[str, dict]:
+    """Visit each page once in one context and run ``checks`` (each ``check(page, name, record)`` adds its findings
+    to the page's record) in order. A page that cannot be visited or checked gets ``record["visit_error"]``; the
+    other pages are still checked. Returns {page: record}."""
+    context = browser.new_context(**context_options)
+    page = context.new_page()
+    recorder = Recorder(context, page)
+    results: dict[str, dict] = {}
+    times = LOAD_TIMES.setdefault(name, [])
+    try:
+        for page_name in pages:
+            recorder.clear()
+            record: dict[str, Any] = {}
+            results[page_name] = record
+            try:
+                start = time.perf_counter()
+                page.goto(site_url + page_name, wait_until="load")
+                times.append(time.perf_counter() - start)
+                if not _is_redirect(SITE / page_name):
+                    ready(page, settle_ms)
+                record["errors_when_ready"] = list(recorder.errors)  # before any control is operated
+                for check in checks:
+                    check(page, page_name, record)
+            except Exception as exc:  # playwright's errors: record and go on with the next page
+                record["visit_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+            record["blocked"] = list(recorder.blocked)
+            record["failed"] = list(recorder.failed)
+            record["errors"] = list(recorder.errors)
+    finally:
+        context.close()
+    return results
+
+
+def load_time_summary() -> list[str]:
+    return [
+        f"{name}: load event after {statistics.median(t):.2f} s median, {max(t):.2f} s at most ({len(t)} pages)"
+        for name, t in LOAD_TIMES.items()
+        if t
+    ]

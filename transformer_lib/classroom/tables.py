@@ -14,6 +14,7 @@ the points of the written answers once the teacher has filled the answers sheet 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "written_points",
     "totals_from_rows",
     "totals_table",
+    "clean_text",
 ]
 
 ROSTER_COLUMNS = ("lms_id", "email")  # carried from the roster into every sheet, so that an LMS can match its rows
@@ -48,6 +50,21 @@ EXERCISE_COLUMNS = (
     "sha256",
     "note",
 )
+
+
+# what a terminal or an editor would act on rather than show: ANSI escape sequences (colours, cursor moves, window
+# titles), C0 and C1 control characters (a carriage return that lets a line overwrite the one shown) and the Unicode
+# controls of line breaks and text direction ("Trojan Source", CVE-2021-42574)
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|\x9b[0-?]*[ -/]*[@-~]?")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str, *, lines: bool = False) -> str:
+    """``text`` without control characters and escape sequences, for a sheet or a feedback file: one line (tabs and
+    line breaks become spaces), or with ``lines`` its line breaks kept (a carriage return becomes one)."""
+    text = _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", text) if lines else _CONTROLS.sub("", text.replace("\n", " ").replace("\t", " "))
+    return text.replace("\t", "    ") if lines else text
 
 
 def _number(x: float) -> int | float:

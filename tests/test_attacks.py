@@ -381,3 +381,90 @@ def test_the_library_copies_are_removed_however_the_run_ends(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         grade.grade_folder(tmp_path / "class", tmp_path / "out" / "grades.csv", progress=False, unsandboxed=True)
     assert _tl_libs() <= before
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Nothing writable is shared, and every limit holds (issue 35)
+# --------------------------------------------------------------------------------------------------------------
+FILL = """
+import json, mmap, os
+argv = open('/proc/self/cmdline').read().split('\\0')
+connection = argv[argv.index('-f') + 1]  # ipykernel_launcher -f <connection file>
+sockets = os.path.dirname(json.load(open(connection))['ip'])  # where the kernel binds its sockets
+escaped = []
+for place in (sockets, '/', '/dev', '/dev/shm', '/tmp', os.path.expanduser('~')):
+    written = 0
+    try:
+        for i in range(24):  # 24 files of 1 MB: past every folder's limit (the test's 8 MB, the sockets' 1 MB)
+            with open(os.path.join(place, f'fill{i}'), 'wb') as f:
+                f.write(b'x' * 1_000_000)
+            written += 1
+    except OSError:
+        pass
+    if written > 8:
+        escaped.append(f'{place}: {written} MB')
+try:
+    shared = mmap.mmap(-1, 3 << 30)  # shared memory, which RLIMIT_DATA does not count
+    for page in range(0, len(shared), 1 << 20):
+        shared[page] = 1
+    escaped.append('3 GB of shared memory')
+except (OSError, MemoryError, ValueError):
+    pass
+if escaped:
+    raise RuntimeError('ESCAPED ' + ', '.join(escaped))
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_no_folder_or_shared_memory_passes_its_limit(tmp_path):
+    """The kernel's sockets folder was the grader's TMPDIR, with no size limit (1.5 GB written; two classmates on a
+    full disk got 0/10); /, /dev and /dev/shm were tmpfs of half the RAM; 3 GB of shared memory passed a 2 GB
+    limit. Now each writable place is a tmpfs of its own size, / and /dev are read-only, and the address space is
+    bounded."""
+    nbformat.write(_with_cell("04_masks", FILL), tmp_path / "04_masks.ipynb")
+    limits = sandbox.Limits(memory_mb=1024, file_mb=8)
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "filler", cell_timeout=120, limits=limits)
+    assert not any(p.startswith("Cell 4 ") for p in g.problems), g.problems  # it ran, and nothing escaped
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_notebook_of_sleeping_cells_meets_its_deadline_and_says_so(tmp_path):
+    """1,000 cells of time.sleep(timeout - 1) held a slot for about 16 hours: the deadline was timeout x cells."""
+    nb = solved("04_masks")
+    nb.cells += [nbformat.v4.new_code_cell("import time\ntime.sleep(4)") for _ in range(40)]
+    nbformat.write(nb, tmp_path / "04_masks.ipynb")
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "sleeper", cell_timeout=5, notebook_timeout=30)
+    assert g.seconds < 45, g.seconds
+    assert any("reached its deadline (30 s in all, --notebook-timeout" in p for p in g.problems), g.problems
+
+
+# --------------------------------------------------------------------------------------------------------------
+# --no-sandbox is loud (issue 35)
+# --------------------------------------------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is for root")
+def test_no_sandbox_as_root_is_refused_unless_said_so(tmp_path, capsys):
+    """As root without the sandbox a kernel read the reference, wrote into the teacher's repository and left a
+    process running as root."""
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    nbformat.write(solved("03_attention"), tmp_path / "class" / "alice" / "03_attention.ipynb")
+    assert grade.main([str(tmp_path / "class"), "--out", str(tmp_path / "g.csv"), "--no-sandbox"]) == 2
+    assert "refusing to grade as root without the sandbox" in capsys.readouterr().err
+    assert not (tmp_path / "g.csv").exists()
+
+
+@pytest.mark.slow
+def test_no_sandbox_says_so_at_the_start_the_end_and_in_a_column(tmp_path, capsys):
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    nbformat.write(solved("04_masks"), tmp_path / "class" / "alice" / "04_masks.ipynb")
+    out = tmp_path / "out" / "grades.csv"
+    argv = [str(tmp_path / "class"), "--out", str(out), "--no-sandbox", "--allow-root-without-sandbox"]
+    assert grade.main([*argv, "--no-progress", "--timeout", "60"]) == 0
+    printed, said = capsys.readouterr()
+    assert said.count("GRADED WITHOUT THE SANDBOX (--no-sandbox)") == 2 and "Memory: no cgroup" in said
+    assert said.index("GRADED WITHOUT") > said.index("Memory:")  # the banner opens the run ...
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert {r["sandbox"] for r in rows} == {"NONE (--no-sandbox)"}, rows
+    assert [r["passed"] for r in rows] == ["1", "1", "1"]

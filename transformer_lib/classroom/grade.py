@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import secrets
 import sys
 import time
@@ -85,7 +86,16 @@ from .lms import lms_csv, unmatched
 from .registry import ASSIGNMENTS, Exercise
 from .results import GradedNotebook
 from .runs import NOTEBOOK_TIMEOUT, SLACK, NotebookRun, failed, read_recording
-from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, SandboxUnavailable, require_bwrap
+from .sandbox import (
+    ADDRESS_SLACK_MB,
+    NO_SANDBOX_BANNER,
+    UNSANDBOXED_NOTE,
+    LibraryCopy,
+    Limits,
+    SandboxUnavailable,
+    memory_accounting,
+    require_bwrap,
+)
 from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
 from .stubs import stubs_for
 from .submissions import Submission, assignment_for, collect_submissions, read_roster, roster_rows
@@ -263,7 +273,8 @@ def _grade_one(submission: Submission, library: LibraryCopy | None, options: dic
     try:
         return grade_notebook(submission.path, submission.student, library=library, **options)
     except Exception as e:  # the grader's own failure: a bug, or a submission it was not ready for
-        graded = GradedNotebook(submission.student, submission.path.stem, submission.path)
+        unsandboxed = bool(options.get("unsandboxed"))
+        graded = GradedNotebook(submission.student, submission.path.stem, submission.path, unsandboxed=unsandboxed)
         assignment = assignment_for(submission.path)
         reason = clean_text(f"{type(e).__name__}: {e}")[:300]
         _not_graded(
@@ -475,6 +486,14 @@ def main(argv: list[str] | None = None) -> int:
         help="time limit per notebook cell (default: %(default)s)",
     )
     parser.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=NOTEBOOK_TIMEOUT,
+        metavar="SECONDS",
+        help="time limit per notebook, all its kernels together; past it the kernel is stopped and the row says so "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--check-time-limit",
         type=float,
         default=DEFAULT_TIME_LIMIT,
@@ -505,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         "limits per kernel", "a cell that meets one fails as if it raised, and the row's note names the limit"
     )
     for name, flag, what in (
-        ("memory_mb", "--memory-mb", "MB of heap and anonymous memory"),
+        ("memory_mb", "--memory-mb", f"MB of heap and private memory; {ADDRESS_SLACK_MB} MB more of address space"),
         ("processes", "--processes", "processes and threads"),
         ("file_mb", "--file-mb", "MB per file written, and per private folder"),
         ("cpu_seconds", "--cpu-seconds", "CPU seconds per process"),
@@ -515,9 +534,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-sandbox",
         action="store_true",
-        help="grade without bubblewrap: each kernel can then read and write what you can; every row's note says so",
+        help="grade without bubblewrap: each kernel can then read and write what you can; said at the start and "
+        "the end of the run, and in every row's note and 'sandbox' column",
+    )
+    parser.add_argument(
+        "--allow-root-without-sandbox",
+        action="store_true",
+        help="with --no-sandbox as root: grade all the same (a kernel could then do anything root can)",
     )
     args = parser.parse_args(argv)
+    if args.no_sandbox and os.geteuid() == 0 and not args.allow_root_without_sandbox:
+        print(
+            "--no-sandbox: refusing to grade as root without the sandbox (a kernel could do anything root can: read "
+            "every file, change the system, leave processes running); got --no-sandbox as root. Grade with "
+            "bubblewrap, as another user, or add --allow-root-without-sandbox.",
+            file=sys.stderr,
+        )
+        return 2
+    print(memory_accounting(), file=sys.stderr)
+    if args.no_sandbox:
+        print(NO_SANDBOX_BANNER, file=sys.stderr)
     written: dict[Path, str] = {}
     try:
         graded = grade_folder(
@@ -526,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             args.feedback,
             cell_timeout=args.timeout,
             time_limit=args.check_time_limit,
+            notebook_timeout=args.notebook_timeout,
             kernel_name=args.kernel,
             jobs=args.jobs,
             progress=not args.no_progress,
@@ -563,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
         f"`sha256sum -c {manifest.name}` in {manifest.parent})"
     )
+    if args.no_sandbox:
+        print(NO_SANDBOX_BANNER, file=sys.stderr)
     return 0
 
 

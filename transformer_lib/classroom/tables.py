@@ -5,8 +5,9 @@
 points of the parts passed for a partly right answer, else 0), ``optional`` is 1 for an extension, ``flags`` what
 the teacher should look at (a function that calls the library's own reference, code near-identical to another
 student's), ``sha256`` the hash of the graded file, ``note`` duplicates not graded, a late file, a name not in the
-roster. The roster's ``lms_id`` and ``email`` are carried into every row, and every student (of the roster, or
-graded on another assignment of the run) who handed in nothing for an assignment gets a ``no submission`` row.
+roster, ``sandbox`` whether its kernel ran in bubblewrap. The roster's ``lms_id`` and ``email`` are carried into
+every row, and every student (of the roster, or graded on another assignment of the run) who handed in nothing for
+an assignment gets a ``no submission`` row.
 
 :func:`totals_from_rows` sums them per student and assignment (:func:`totals_table` for a grading run), and merges
 the points of the written answers once the teacher has filled the answers sheet (:func:`written_points`).
@@ -49,7 +50,9 @@ EXERCISE_COLUMNS = (
     "file_name",
     "sha256",
     "note",
+    "sandbox",  # "bubblewrap", or "NONE (--no-sandbox)": what the kernel could reach
 )
+SANDBOXED, UNSANDBOXED = "bubblewrap", "NONE (--no-sandbox)"
 
 
 # what a terminal or an editor would act on rather than show: ANSI escape sequences (colours, cursor moves, window
@@ -107,6 +110,7 @@ def exercise_rows(graded: list[GradedNotebook], roster: list[dict[str, str]] | N
             "file_name": g.file_name,
             "sha256": g.sha256,
             "note": " ".join(g.notes),
+            "sandbox": UNSANDBOXED if g.unsandboxed else SANDBOXED if g.results else "",
         }
         assignment = ASSIGNMENTS.get(g.assignment)
         if assignment is None or not g.results:
@@ -156,6 +160,7 @@ def exercise_rows(graded: list[GradedNotebook], roster: list[dict[str, str]] | N
                         "file_name": "",
                         "sha256": "",
                         "note": NO_SUBMISSION,
+                        "sandbox": "",
                     }
                 )
     return rows

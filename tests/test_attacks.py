@@ -468,3 +468,67 @@ def test_no_sandbox_says_so_at_the_start_the_end_and_in_a_column(tmp_path, capsy
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert {r["sandbox"] for r in rows} == {"NONE (--no-sandbox)"}, rows
     assert [r["passed"] for r in rows] == ["1", "1", "1"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Flags read what runs (issue 35): IPython syntax, run-time names, aliases, copies behind a magic
+# --------------------------------------------------------------------------------------------------------------
+_SETUP = "import torch\nimport transformer_lib as tl\n"
+_ATEN = "def attention(q, k, v, mask=None):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]"
+
+
+def _attention_flags(code: str) -> list[str]:
+    return grade.integrity.flags([_SETUP, code], {"attention": ("attention",)})["attention"]
+
+
+@pytest.mark.parametrize(
+    "code, flag",
+    [
+        ("%xmode Context\n" + _ATEN, "uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math"),
+        ("%%time\n" + _ATEN, "uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math"),
+        ("%%capture out\n%time x = 1\n" + _ATEN, "uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math"),
+        ("!ls\n" + _ATEN, "runs shell commands (a ! line)"),
+        ("%run helper.py\n", "runs the IPython command %run"),
+        ("%%bash\necho hi\n", "runs the IPython command %%bash"),
+        ("await x\n" + _ATEN, "uses PyTorch's torch.ops.aten"),  # top-level await: IPython runs it
+        (
+            "def attention(q, k, v, mask=None):\n    return q +\n",
+            "code cell 2 of the notebook's code cells could not be read as Python (SyntaxError",
+        ),
+        (
+            "t = torch\ndef attention(q, k, v, mask=None):\n"
+            "    return getattr(t.ops.aten, '_scaled_dot_product_' + 'attention_math')(q, k, v)[0]",
+            "uses getattr with a name built at run time",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    t = torch\n    return t.ops.aten._softmax(q, -1, False) @ v",
+            "uses PyTorch's torch.ops.aten._softmax",
+        ),
+        (
+            "lib = tl\ndef attention(q, k, v, mask=None):\n    return lib.scaled_dot_product_attention(q, k, v)",
+            "uses the library's reference tl.scaled_dot_product_attention",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    return torch._softmax(q, -1, False)",
+            "uses PyTorch's torch._softmax",
+        ),
+    ],
+)
+def test_a_cheat_behind_ipython_syntax_or_a_run_time_name_is_flagged(code, flag):
+    found = _attention_flags(code)
+    assert any(f.startswith(flag) for f in found), found
+
+
+def test_harmless_magics_raise_no_flag():
+    assert _attention_flags("%matplotlib inline\n%xmode Plain\ndef attention(q, k, v, mask=None):\n    return v") == []
+
+
+def test_a_copy_behind_a_magic_line_is_still_a_copy():
+    """A verbatim copy flagged at 0.82 was not flagged once `%xmode Context` topped its cell."""
+    from transformer_lib.classroom import similarity
+
+    answer = solved("03_attention")
+    cells = [c.source for c in answer.cells if c.cell_type == "code" and "check" not in c.metadata.get("tags", [])]
+    plain = similarity.solution_code(cells, ("attention",))
+    hidden = similarity.solution_code([f"%xmode Context\n{c}" for c in cells], ("attention",))
+    assert plain and hidden == plain

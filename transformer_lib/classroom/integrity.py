@@ -110,6 +110,12 @@ def _aliases(trees: Iterable[ast.Module]) -> dict[str, str]:
                 for a in node.names:
                     if a.name != "*":
                         alias[a.asname or a.name] = f"{node.module}.{a.name}"
+    for tree in trees:  # t = torch, aten = torch.ops.aten (anywhere: a function's local name counts too)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                path = _dotted(node.value, alias)
+                if path is not None and node.targets[0].id not in alias:
+                    alias[node.targets[0].id] = path
     return alias
 
 
@@ -200,6 +206,10 @@ def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str
                     and node.args[0].id in modules
                 ):
                     flag = f"uses {name} on the module {node.args[0].id}, which hides what it calls: {REFERENCE_NOTE}"
+                elif name == "getattr" and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant):
+                    shown = ast.unparse(node.args[1])[:40]
+                    flag = f"uses getattr with a name built at run time ({shown}), which hides what it calls: "
+                    flag += REFERENCE_NOTE
             if flag and flag not in out:
                 out.append(flag)
     # torch.ops and torch.ops.aten said once, by the longest path that names them (torch.ops.aten.f)

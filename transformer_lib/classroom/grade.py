@@ -37,21 +37,26 @@ graded name, reaches into the checks or patches a module, gets a note in ``Check
 decides"); the exercise still passes or fails on its numbers.
 
 Each kernel runs in bubblewrap (:mod:`.sandbox`): new PID, mount, IPC, UTS and network namespaces, a world of
-read-only Python and library copy, a private home and ``/tmp``, its own ``/proc`` and no ``/sys``, a cleared
-environment, a user id of its own (when the grader is root) and :class:`~.sandbox.Limits` on memory, processes,
-file size, CPU time and output. Nothing of the teacher's exists in it, and everything it started ends with its
-kernel. Without a working ``bwrap`` the grader refuses (:class:`~.sandbox.SandboxUnavailable`) unless told
-``--no-sandbox``, which every row's ``note`` records. A cell that meets a limit counts as one that raised (memory,
-processes, file size), printed too much (its output past the limit is dropped) or killed the kernel (CPU time),
-and the row's ``note`` names the limit.
+read-only Python and library copy, a read-only ``/`` and ``/dev``, a private home, ``/tmp`` and ``/dev/shm`` (tmpfs
+of ``--file-mb`` each), its sockets in a 1 MB tmpfs of its own, its own ``/proc`` and no ``/sys``, a cleared
+environment, a user id of its own (when the grader is root) and :class:`~.sandbox.Limits` on memory (heap, and
+address space, which counts shared memory: no cgroup is used, and the run says so at its start), processes, file
+size, CPU time and output. Nothing of the teacher's exists in it, nothing it can write is shared, and everything it
+started ends with its kernel. Without a working ``bwrap`` the grader refuses (:class:`~.sandbox.SandboxUnavailable`)
+unless told ``--no-sandbox``, which a banner says at the start and the end of the run, and every row's ``note`` and
+``sandbox`` column record; as root it also needs ``--allow-root-without-sandbox``. A cell that meets a limit
+counts as one that raised (memory, processes, file size), printed too much (its output past the limit is dropped)
+or killed the kernel (CPU time), and the row's ``note`` names the limit.
 
 Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
 for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
 killed, the problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the
 cells up to their definitions, without that cell and the cells that timed out. A notebook gets at most
-``--timeout`` per code cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A
-notebook that is not valid JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and
-grading goes on.
+``--notebook-timeout`` (900 s by default), and no more than ``--timeout`` per code cell and exercise plus 120 s for
+starting kernels; past that its kernel is stopped, the problems say so, and what is not graded by then fails. A
+notebook that is not valid JSON, misses cells, has a syntax error, raises, holds more code than
+:data:`~.source.MAX_CODE_CHARS`, or on which the grader itself fails gets failed rows with the reason, and grading
+goes on: the sheets are always written. Messages reach the sheets and feedback without control characters.
 
 What is not guarded against
 ---------------------------

@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from transformer_lib.classroom import grade, sandbox, stubs
+from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.registry import ASSIGNMENTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))
@@ -307,3 +308,227 @@ def test_a_kernel_past_its_cpu_time_is_killed_and_the_note_says_so(tmp_path):
     g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "cpu", cell_timeout=90, limits=limits)
     assert [r.passed for r in g.results] == [True, True, True], g.notes  # graded in a fresh kernel without that cell
     assert any(n.startswith("Hit the limit on CPU time (8 s)") for n in g.notes), g.notes
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A notebook fails alone (issue 35): no parse, no size and no failure of the grader's stops the class's run
+# --------------------------------------------------------------------------------------------------------------
+DEEP = "total = " + " + ".join(["1"] * 5000)  # 28 KB that ast.parse cannot build: RecursionError
+
+
+def _with_cell(assignment: str, code: str, at: int = 3) -> nbformat.NotebookNode:
+    nb = solved(assignment)
+    nb.cells.insert(at, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def test_a_cell_too_deep_to_parse_is_flagged_not_raised():
+    found = grade.integrity.flags(["import torch", DEEP], {"attention": ("attention",)})["attention"]
+    assert any("could not be read as Python" in f and "RecursionError" in f for f in found), found
+    assert grade.integrity.definitions(["x = 1", DEEP]) == {"x": [0]}
+
+
+def test_a_notebook_whose_code_is_too_long_is_not_run_and_says_why(tmp_path):
+    nb = solved("03_attention")
+    nb.cells += [nbformat.v4.new_code_cell("x = 1\n" * 20_000) for _ in range(10)]  # 1.2 MB of code
+    nbformat.write(nb, tmp_path / "03_attention.ipynb")
+    g = grade.grade_notebook(tmp_path / "03_attention.ipynb", "bulk")  # returns before any kernel starts
+    assert [r.passed for r in g.results] == [False]
+    assert any("over the grader's limit of 500,000" in p for p in g.problems), g.problems
+
+
+def _tl_libs() -> set[str]:
+    import tempfile
+
+    return {p.name for p in Path(tempfile.gettempdir()).glob("tl-lib-*")}
+
+
+def test_the_grader_failing_on_one_notebook_fails_that_notebook_alone(tmp_path, monkeypatch):
+    """The grader's own failure on one notebook (a bug, a submission it was not ready for) gives that notebook
+    failed rows that say so; the others are graded, and the sheets and feedback written."""
+    for student in ("alice", "bob"):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        nbformat.write(solved("03_attention"), tmp_path / "class" / student / "03_attention.ipynb")
+    real = grade.grade_notebook
+
+    def grade_notebook(path, student, **kwargs):
+        if student == "bob":
+            raise RecursionError("maximum recursion depth exceeded \x1b[2K\rforged")
+        g = real(tmp_path / "none" / "03_attention.txt", student)  # no kernel: an unknown file name
+        g.assignment, g.results = "03_attention", [CheckResult("attention", True, "ok")]
+        return g
+
+    monkeypatch.setattr(grade, "grade_notebook", grade_notebook)
+    before = _tl_libs()
+    out = tmp_path / "out" / "grades.csv"
+    graded = grade.grade_folder(tmp_path / "class", out, progress=False, unsandboxed=True)
+    assert [(g.student, [r.passed for r in g.results]) for g in graded] == [("alice", [True]), ("bob", [False])]
+    feedback = (tmp_path / "out" / "feedback" / "bob.md").read_text()
+    assert "The grader failed on this notebook (RecursionError: maximum recursion depth exceeded  forged)" in feedback
+    assert out.is_file() and "\x1b" not in feedback and "\r" not in feedback
+    assert _tl_libs() <= before  # the library copies are gone
+
+
+def test_the_library_copies_are_removed_however_the_run_ends(tmp_path, monkeypatch):
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    nbformat.write(solved("03_attention"), tmp_path / "class" / "alice" / "03_attention.ipynb")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grade, "grade_notebook", interrupted)
+    before = _tl_libs()
+    with pytest.raises(KeyboardInterrupt):
+        grade.grade_folder(tmp_path / "class", tmp_path / "out" / "grades.csv", progress=False, unsandboxed=True)
+    assert _tl_libs() <= before
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Nothing writable is shared, and every limit holds (issue 35)
+# --------------------------------------------------------------------------------------------------------------
+FILL = """
+import json, mmap, os
+argv = open('/proc/self/cmdline').read().split('\\0')
+connection = argv[argv.index('-f') + 1]  # ipykernel_launcher -f <connection file>
+sockets = os.path.dirname(json.load(open(connection))['ip'])  # where the kernel binds its sockets
+escaped = []
+for place in (sockets, '/', '/dev', '/dev/shm', '/tmp', os.path.expanduser('~')):
+    written = 0
+    try:
+        for i in range(24):  # 24 files of 1 MB: past every folder's limit (the test's 8 MB, the sockets' 1 MB)
+            with open(os.path.join(place, f'fill{i}'), 'wb') as f:
+                f.write(b'x' * 1_000_000)
+            written += 1
+    except OSError:
+        pass
+    if written > 8:
+        escaped.append(f'{place}: {written} MB')
+try:
+    shared = mmap.mmap(-1, 3 << 30)  # shared memory, which RLIMIT_DATA does not count
+    for page in range(0, len(shared), 1 << 20):
+        shared[page] = 1
+    escaped.append('3 GB of shared memory')
+except (OSError, MemoryError, ValueError):
+    pass
+if escaped:
+    raise RuntimeError('ESCAPED ' + ', '.join(escaped))
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_no_folder_or_shared_memory_passes_its_limit(tmp_path):
+    """The kernel's sockets folder was the grader's TMPDIR, with no size limit (1.5 GB written; two classmates on a
+    full disk got 0/10); /, /dev and /dev/shm were tmpfs of half the RAM; 3 GB of shared memory passed a 2 GB
+    limit. Now each writable place is a tmpfs of its own size, / and /dev are read-only, and the address space is
+    bounded."""
+    nbformat.write(_with_cell("04_masks", FILL), tmp_path / "04_masks.ipynb")
+    limits = sandbox.Limits(memory_mb=1024, file_mb=8)
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "filler", cell_timeout=120, limits=limits)
+    assert not any(p.startswith("Cell 4 ") for p in g.problems), g.problems  # it ran, and nothing escaped
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_notebook_of_sleeping_cells_meets_its_deadline_and_says_so(tmp_path):
+    """1,000 cells of time.sleep(timeout - 1) held a slot for about 16 hours: the deadline was timeout x cells."""
+    nb = solved("04_masks")
+    nb.cells += [nbformat.v4.new_code_cell("import time\ntime.sleep(4)") for _ in range(40)]
+    nbformat.write(nb, tmp_path / "04_masks.ipynb")
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "sleeper", cell_timeout=5, notebook_timeout=30)
+    assert g.seconds < 45, g.seconds
+    assert any("reached its deadline (30 s in all, --notebook-timeout" in p for p in g.problems), g.problems
+
+
+# --------------------------------------------------------------------------------------------------------------
+# --no-sandbox is loud (issue 35)
+# --------------------------------------------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is for root")
+def test_no_sandbox_as_root_is_refused_unless_said_so(tmp_path, capsys):
+    """As root without the sandbox a kernel read the reference, wrote into the teacher's repository and left a
+    process running as root."""
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    nbformat.write(solved("03_attention"), tmp_path / "class" / "alice" / "03_attention.ipynb")
+    assert grade.main([str(tmp_path / "class"), "--out", str(tmp_path / "g.csv"), "--no-sandbox"]) == 2
+    assert "refusing to grade as root without the sandbox" in capsys.readouterr().err
+    assert not (tmp_path / "g.csv").exists()
+
+
+@pytest.mark.slow
+def test_no_sandbox_says_so_at_the_start_the_end_and_in_a_column(tmp_path, capsys):
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    nbformat.write(solved("04_masks"), tmp_path / "class" / "alice" / "04_masks.ipynb")
+    out = tmp_path / "out" / "grades.csv"
+    argv = [str(tmp_path / "class"), "--out", str(out), "--no-sandbox", "--allow-root-without-sandbox"]
+    assert grade.main([*argv, "--no-progress", "--timeout", "60"]) == 0
+    printed, said = capsys.readouterr()
+    assert said.count("GRADED WITHOUT THE SANDBOX (--no-sandbox)") == 2 and "Memory: no cgroup" in said
+    assert said.index("GRADED WITHOUT") > said.index("Memory:")  # the banner opens the run ...
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert {r["sandbox"] for r in rows} == {"NONE (--no-sandbox)"}, rows
+    assert [r["passed"] for r in rows] == ["1", "1", "1"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Flags read what runs (issue 35): IPython syntax, run-time names, aliases, copies behind a magic
+# --------------------------------------------------------------------------------------------------------------
+_SETUP = "import torch\nimport transformer_lib as tl\n"
+_ATEN = "def attention(q, k, v, mask=None):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]"
+
+
+def _attention_flags(code: str) -> list[str]:
+    return grade.integrity.flags([_SETUP, code], {"attention": ("attention",)})["attention"]
+
+
+@pytest.mark.parametrize(
+    "code, flag",
+    [
+        ("%xmode Context\n" + _ATEN, "uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math"),
+        ("%%time\n" + _ATEN, "uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math"),
+        ("%%capture out\n%time x = 1\n" + _ATEN, "uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math"),
+        ("!ls\n" + _ATEN, "runs shell commands (a ! line)"),
+        ("%run helper.py\n", "runs the IPython command %run"),
+        ("%%bash\necho hi\n", "runs the IPython command %%bash"),
+        ("await x\n" + _ATEN, "uses PyTorch's torch.ops.aten"),  # top-level await: IPython runs it
+        (
+            "def attention(q, k, v, mask=None):\n    return q +\n",
+            "code cell 2 of the notebook's code cells could not be read as Python (SyntaxError",
+        ),
+        (
+            "t = torch\ndef attention(q, k, v, mask=None):\n"
+            "    return getattr(t.ops.aten, '_scaled_dot_product_' + 'attention_math')(q, k, v)[0]",
+            "uses getattr with a name built at run time",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    t = torch\n    return t.ops.aten._softmax(q, -1, False) @ v",
+            "uses PyTorch's torch.ops.aten._softmax",
+        ),
+        (
+            "lib = tl\ndef attention(q, k, v, mask=None):\n    return lib.scaled_dot_product_attention(q, k, v)",
+            "uses the library's reference tl.scaled_dot_product_attention",
+        ),
+        (
+            "def attention(q, k, v, mask=None):\n    return torch._softmax(q, -1, False)",
+            "uses PyTorch's torch._softmax",
+        ),
+    ],
+)
+def test_a_cheat_behind_ipython_syntax_or_a_run_time_name_is_flagged(code, flag):
+    found = _attention_flags(code)
+    assert any(f.startswith(flag) for f in found), found
+
+
+def test_harmless_magics_raise_no_flag():
+    assert _attention_flags("%matplotlib inline\n%xmode Plain\ndef attention(q, k, v, mask=None):\n    return v") == []
+
+
+def test_a_copy_behind_a_magic_line_is_still_a_copy():
+    """A verbatim copy flagged at 0.82 was not flagged once `%xmode Context` topped its cell."""
+    from transformer_lib.classroom import similarity
+
+    answer = solved("03_attention")
+    cells = [c.source for c in answer.cells if c.cell_type == "code" and "check" not in c.metadata.get("tags", [])]
+    plain = similarity.solution_code(cells, ("attention",))
+    hidden = similarity.solution_code([f"%xmode Context\n{c}" for c in cells], ("attention",))
+    assert plain and hidden == plain

@@ -150,9 +150,9 @@ def test_a_parse_survives_another_thread_building_an_ast(monkeypatch):
     import ast
     import threading
 
-    from transformer_lib.classroom import integrity
+    from transformer_lib.classroom import integrity, source
 
-    real, calls = ast.parse, []
+    real, calls = source._parse_once, []
 
     def flaky(source, *args, **kwargs):
         calls.append(source)
@@ -160,17 +160,17 @@ def test_a_parse_survives_another_thread_building_an_ast(monkeypatch):
             raise SystemError("AST constructor recursion depth mismatch (before=30, after=25)")
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(ast, "parse", flaky)
+    monkeypatch.setattr(source, "_parse_once", flaky)
     assert isinstance(integrity.parse_source("x = 1"), ast.Module) and len(calls) == 2
-    monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("something else")))
+    monkeypatch.setattr(source, "_parse_once", lambda *a, **k: (_ for _ in ()).throw(SystemError("something else")))
     with pytest.raises(SystemError, match="something else"):
         integrity.parse_source("x = 1")
-    monkeypatch.setattr(ast, "parse", real)
+    monkeypatch.setattr(source, "_parse_once", real)
     # many threads at once: every parse comes back whole
-    source = "def attention(q, k, v):\n    return (q @ k.T) @ v\n" * 50
+    code = "def attention(q, k, v):\n    return (q @ k.T) @ v\n" * 50
     results: list[int] = []
     threads = [
-        threading.Thread(target=lambda: results.extend(len(integrity.parse_source(source).body) for _ in range(20)))
+        threading.Thread(target=lambda: results.extend(len(integrity.parse_source(code).body) for _ in range(20)))
         for _ in range(4)
     ]
     for t in threads:

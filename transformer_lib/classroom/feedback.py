@@ -1,5 +1,6 @@
 """One markdown feedback file per student: each exercise's result and points, and for each failure what failed,
-the parts passed of a partly right answer, the hints, and the problems met while running the notebook."""
+the parts passed of a partly right answer, the hints, and the problems met while running the notebook; no control
+character or escape sequence of a student's message reaches it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 from .registry import ASSIGNMENTS
 from .results import GradedNotebook
-from .tables import _number, exercise_rows
+from .tables import _number, clean_text, exercise_rows
 
 __all__ = ["feedback_markdown", "feedback_file_name"]
 
@@ -65,4 +66,4 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
                 "",
             ]
             lines += [f"- {p}" for p in g.problems] + [""]
-    return "\n".join(lines).rstrip() + "\n"
+    return clean_text("\n".join(lines), lines=True).rstrip() + "\n"  # nothing a terminal would act on

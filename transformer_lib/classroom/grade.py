@@ -37,21 +37,26 @@ graded name, reaches into the checks or patches a module, gets a note in ``Check
 decides"); the exercise still passes or fails on its numbers.
 
 Each kernel runs in bubblewrap (:mod:`.sandbox`): new PID, mount, IPC, UTS and network namespaces, a world of
-read-only Python and library copy, a private home and ``/tmp``, its own ``/proc`` and no ``/sys``, a cleared
-environment, a user id of its own (when the grader is root) and :class:`~.sandbox.Limits` on memory, processes,
-file size, CPU time and output. Nothing of the teacher's exists in it, and everything it started ends with its
-kernel. Without a working ``bwrap`` the grader refuses (:class:`~.sandbox.SandboxUnavailable`) unless told
-``--no-sandbox``, which every row's ``note`` records. A cell that meets a limit counts as one that raised (memory,
-processes, file size), printed too much (its output past the limit is dropped) or killed the kernel (CPU time),
-and the row's ``note`` names the limit.
+read-only Python and library copy, a read-only ``/`` and ``/dev``, a private home, ``/tmp`` and ``/dev/shm`` (tmpfs
+of ``--file-mb`` each), its sockets in a 1 MB tmpfs of its own, its own ``/proc`` and no ``/sys``, a cleared
+environment, a user id of its own (when the grader is root) and :class:`~.sandbox.Limits` on memory (heap, and
+address space, which counts shared memory: no cgroup is used, and the run says so at its start), processes, file
+size, CPU time and output. Nothing of the teacher's exists in it, nothing it can write is shared, and everything it
+started ends with its kernel. Without a working ``bwrap`` the grader refuses (:class:`~.sandbox.SandboxUnavailable`)
+unless told ``--no-sandbox``, which a banner says at the start and the end of the run, and every row's ``note`` and
+``sandbox`` column record; as root it also needs ``--allow-root-without-sandbox``. A cell that meets a limit
+counts as one that raised (memory, processes, file size), printed too much (its output past the limit is dropped)
+or killed the kernel (CPU time), and the row's ``note`` names the limit.
 
 Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
 for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
 killed, the problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the
 cells up to their definitions, without that cell and the cells that timed out. A notebook gets at most
-``--timeout`` per code cell and exercise, plus 120 s for starting kernels; what is not graded by then fails. A
-notebook that is not valid JSON, misses cells, has a syntax error or raises gets failed rows with the reason, and
-grading goes on.
+``--notebook-timeout`` (900 s by default), and no more than ``--timeout`` per code cell and exercise plus 120 s for
+starting kernels; past that its kernel is stopped, the problems say so, and what is not graded by then fails. A
+notebook that is not valid JSON, misses cells, has a syntax error, raises, holds more code than
+:data:`~.source.MAX_CODE_CHARS`, or on which the grader itself fails gets failed rows with the reason, and grading
+goes on: the sheets are always written. Messages reach the sheets and feedback without control characters.
 
 What is not guarded against
 ---------------------------
@@ -70,27 +75,36 @@ What is not guarded against
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import re
+import os
 import secrets
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from . import integrity, sheets
-from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult
-from .checks.record import RecordingError, replay_exercise
+from . import integrity, sheets, source
+from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER
 from .gradebook import csv_text, feedback_markdown, sha256_file, totals_table, write_csv, write_gradebook
-from .kernels import GRACE, SETUP_KEY, error_of, run_cells
+from .kernels import GRACE
 from .lms import lms_csv, unmatched
 from .registry import ASSIGNMENTS, Exercise
 from .results import GradedNotebook
-from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, Sandbox, SandboxUnavailable, require_bwrap
+from .runs import NOTEBOOK_TIMEOUT, SLACK, NotebookRun, failed, read_recording
+from .sandbox import (
+    ADDRESS_SLACK_MB,
+    NO_SANDBOX_BANNER,
+    UNSANDBOXED_NOTE,
+    LibraryCopy,
+    Limits,
+    SandboxUnavailable,
+    memory_accounting,
+    require_bwrap,
+)
 from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
-from .stubs import REMOVED_ERROR, stubs_for
-from .submissions import assignment_for, collect_submissions, read_roster, roster_rows
+from .stubs import stubs_for
+from .submissions import Submission, assignment_for, collect_submissions, read_roster, roster_rows
+from .tables import clean_text
 
 __all__ = [
     "GradedNotebook",
@@ -112,42 +126,37 @@ def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -
     return [(s.student, s.path) for s in collect_submissions(folder, roster)]
 
 
-# --------------------------------------------------------------------------------------------------------------
-# The injected cells and what they print
-# --------------------------------------------------------------------------------------------------------------
-_SLACK = 120  # seconds per notebook on top of its cells' time limits: starting kernels, importing the library
+_SLACK = SLACK  # (kept for the tests: the bound grade_notebook promises)
+_read_recording = read_recording
 
 
-def _record_cell(ex: Exercise, nonce: str, time_limit: float) -> Any:
-    """The injected cell: runs the check in record mode and prints the recording after the marker."""
+def _code_cells(path: Path) -> tuple[list[tuple[int, str]] | None, str]:
+    """The student's code cells of the notebook at ``path``, ``(number, source)`` numbered from the top of the
+    notebook with markdown cells (their own check cells are left out: the injected cells run the same checks), or
+    None and why it cannot be read."""
     import nbformat
 
-    return nbformat.v4.new_code_cell(
-        "from transformer_lib.classroom.checks.record import record_exercise as _tl_record\n"
-        f"print({RESULT_MARKER + nonce!r} + _tl_record({ex.check!r}, globals(), {list(ex.names)!r}, "
-        f"time_limit={time_limit!r}))"
-    )
+    try:
+        nb = nbformat.read(path, as_version=4)  # plain JSON: nothing in a submission is ever unpickled
+        if not isinstance(nb.get("cells"), list):
+            raise ValueError("it has no list of cells")
+        return [
+            (number, str(cell.get("source", "")))
+            for number, cell in enumerate(nb.cells, start=1)
+            if cell.get("cell_type") == "code" and "check" not in cell.get("metadata", {}).get("tags", [])
+        ], ""
+    except Exception as e:  # not JSON, not a notebook, not UTF-8, too deep for the JSON reader, ...
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
 
 
-def _stdout(cell: Any) -> str:
-    return "".join(
-        o.get("text", "")
-        for o in cell.get("outputs", [])
-        if o.get("output_type") == "stream" and o.get("name") == "stdout"
-    )
+def _not_graded(graded: GradedNotebook, exercises: tuple[Exercise, ...], problem: str, summary: str, hint: str) -> None:
+    graded.problems.append(problem)
+    graded.results = [failed(ex, summary, hint, "NotebookError") for ex in exercises]
 
 
-def _read_recording(cell: Any, marker: str) -> tuple[str | None, str]:
-    """The recording an injected cell printed, or None and why not. Exactly one line must carry the marker: a
-    second one means the student's code printed an imitation, and nothing from that cell is trusted."""
-    lines = [line[len(marker) :] for line in _stdout(cell).splitlines() if line.startswith(marker)]
-    if len(lines) == 1:
-        return lines[0], ""
-    return None, "no recording" if not lines else "more than one recording (an imitation printed by the notebook)"
-
-
-def _failed(ex: Exercise, summary: str, hint: str, error: str) -> CheckResult:
-    return CheckResult(ex.name, False, summary, "", (hint,), error)
+def _check_seconds(name: str, value: float, least: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+        raise ValueError(f"{name}: expected a number of seconds >= {least}, got {value!r}")
 
 
 def grade_notebook(
@@ -161,30 +170,34 @@ def grade_notebook(
     limits: Limits | None = None,
     unsandboxed: bool = False,
     grace: float = GRACE,
+    notebook_timeout: float = NOTEBOOK_TIMEOUT,
 ) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
 
     ``cell_timeout`` limits each cell: a cell that runs longer is interrupted, and a kernel that does not answer the
     interrupt within ``grace`` seconds (or dies) is killed; the exercises left are then checked in a fresh kernel
     that runs only the cells up to their definitions, without the cell that hung and those that never finished.
-    The whole notebook gets at most ``cell_timeout`` per code cell and exercise plus a fixed allowance.
+    The whole notebook gets at most ``notebook_timeout`` seconds, and no more than ``cell_timeout`` per code cell
+    and exercise plus a fixed allowance: past that its kernel is stopped and the problems say so.
     ``time_limit`` limits each call of the student's code inside a check. ``library`` is the read-only copy of
     transformer_lib the kernel imports (one with the assignment's references stubbed out is made, and removed, if
     not given); ``limits`` bound each kernel (:class:`~.sandbox.Limits`): a cell that meets one is treated as one
     that raised or killed the kernel, and the ``note`` says which limit. ``unsandboxed`` runs the kernel without
     bubblewrap (:mod:`.sandbox`; the ``note`` says so); otherwise :class:`~.sandbox.SandboxUnavailable` is raised
-    where bubblewrap cannot run.
+    where bubblewrap cannot run. A notebook that cannot be read, or whose code is too long
+    (:data:`~.source.MAX_CODE_CHARS`), gets failed rows that say why.
     """
-    import nbformat
-
-    for name, value, least in (("cell_timeout", cell_timeout, 1), ("grace", grace, 0.1), ("time_limit", time_limit, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
-            raise ValueError(f"{name}: expected a number of seconds >= {least}, got {value!r}")
+    for name, value, least in (
+        ("cell_timeout", cell_timeout, 1),
+        ("grace", grace, 0.1),
+        ("time_limit", time_limit, 0),
+        ("notebook_timeout", notebook_timeout, 1),
+    ):
+        _check_seconds(name, value, least)
     started = time.monotonic()
     path = Path(path)
-    student = student or path.parent.name
+    graded = GradedNotebook(student or path.parent.name, path.stem, path, unsandboxed=unsandboxed)
     assignment = assignment_for(path)  # 03_attention.ipynb, 03_attention (1).ipynb, an LMS name
-    graded = GradedNotebook(student, path.stem, path)
     if assignment is None:
         graded.problems.append(
             f"Unknown assignment file name {path.name!r}: expected one of "
@@ -192,160 +205,60 @@ def grade_notebook(
         )
         return graded
     graded.assignment = assignment.id
-    try:
-        nb = nbformat.read(path, as_version=4)  # plain JSON: nothing in a submission is ever unpickled
-        if not isinstance(nb.get("cells"), list):
-            raise ValueError("it has no list of cells")
-    except Exception as e:  # not JSON, not a notebook, not UTF-8, ...
-        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
-        graded.problems.append(f"The notebook could not be read ({reason}).")
-        graded.results = [
-            _failed(
-                ex,
-                "The notebook could not be read: it is not a valid .ipynb file.",
-                "Save the notebook from Jupyter (File > Save) and submit the .ipynb file itself, "
-                "not a copy edited by hand or renamed from another format.",
-                "NotebookError",
-            )
-            for ex in assignment.exercises
-        ]
+    code, why = _code_cells(path)
+    if code is None:
+        _not_graded(
+            graded,
+            assignment.exercises,
+            f"The notebook could not be read ({why}).",
+            "The notebook could not be read: it is not a valid .ipynb file.",
+            "Save the notebook from Jupyter (File > Save) and submit the .ipynb file itself, not a copy edited by "
+            "hand or renamed from another format.",
+        )
         return graded
-
-    # the student's code cells (their own check cells are left out: the injected cells run the same checks),
-    # numbered from the top of the notebook, markdown cells included
-    code = [
-        (number, str(cell.get("source", "")))
-        for number, cell in enumerate(nb.cells, start=1)
-        if cell.get("cell_type") == "code" and "check" not in cell.get("metadata", {}).get("tags", [])
-    ]
-    defined = integrity.definitions([source for _, source in code])
-    flags = integrity.flags([source for _, source in code], {ex.name: ex.names for ex in assignment.exercises})
-    limits = limits or Limits()
+    if why := source.too_long(src for _, src in code):
+        _not_graded(
+            graded,
+            assignment.exercises,
+            f"The notebook was not run: {why}.",
+            "The notebook was not run: its code is far longer than the assignment needs.",
+            "Submit the assignment's notebook with your solution, without generated or pasted bulk code.",
+        )
+        return graded
+    cells = source.read_cells(src for _, src in code)
+    graded.code = [c.python for c in cells]  # what the kernel runs: similarity compares it
+    flags = integrity.flags(cells, {ex.name: ex.names for ex in assignment.exercises})
     if not unsandboxed:
         require_bwrap()  # SandboxUnavailable says why and what to do
-    if unsandboxed:
-        graded.notes.append(UNSANDBOXED_NOTE)
     own_library = library is None
     library = library or LibraryCopy(stubs=stubs_for(assignment.id))
-    nonce = secrets.token_hex(16) + " "
-    marker = RESULT_MARKER + nonce
-    deadline = started + cell_timeout * (len(code) + len(assignment.exercises)) + _SLACK
-    results: dict[str, CheckResult] = {}
-    errors: dict[int, str] = {}  # cell number -> what went wrong there (first report wins)
-    left_out: set[int] = set()  # cells a fresh kernel must not run again: hung, killed the kernel, timed out
-    notes: list[str] = []
-    first, stop = True, False
+    limit = cell_timeout * (len(code) + len(assignment.exercises)) + SLACK
+    notebook = NotebookRun(
+        assignment=assignment,
+        code=code,
+        defined=integrity.definitions(cells),
+        library=library,
+        limits=limits or Limits(),
+        kernel_name=kernel_name,
+        cell_timeout=cell_timeout,
+        time_limit=time_limit,
+        grace=grace,
+        deadline=started + min(limit, notebook_timeout),
+        notebook_timeout=notebook_timeout,
+        marker=RESULT_MARKER + secrets.token_hex(16) + " ",
+        unsandboxed=unsandboxed,
+    )
     try:
-        while (pending := [ex for ex in assignment.exercises if ex.name not in results]) and not stop:
-            if first:
-                chosen = [i for i in range(len(code))]
-            else:  # the cells up to the last definition of a name still to grade, without the bad ones
-                last = max((defined[n][-1] for ex in pending for n in ex.names if n in defined), default=-1)
-                chosen = [i for i in range(last + 1) if code[i][0] not in left_out]
-            setup = nbformat.v4.new_code_cell(
-                "import transformer_lib.classroom.checks.record  # loaded before the student's cells are timed"
-            )
-            cells: list[tuple[tuple[str | int, ...], Any]] = [(SETUP_KEY, setup)] + [
-                (("cell", code[i][0]), nbformat.v4.new_code_cell(code[i][1])) for i in chosen
-            ]
-            cells += [(("check", ex.name), _record_cell(ex, nonce, time_limit)) for ex in pending]
-            sandbox = Sandbox(library, limits, unsandboxed=unsandboxed)
-            run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace))
-            for key, which in run.limits.items():
-                where = f"cell {key[1]}" if key[0] == "cell" else f"the check of {key[1]}" if key[0] == "check" else ""
-                note = f"Hit the limit on {limits.describe(which)} in {where or 'starting the kernel'}"
-                if not any(n.startswith(note) for n in graded.notes):
-                    graded.notes.append(note + "; graded on what finished.")
-            if not library.verify():
-                notes.append(
-                    "The notebook changed the grader's copy of transformer_lib; the copy was restored "
-                    "before anything else ran."
-                )
-            if run.leftovers:
-                notes.append(
-                    f"{run.leftovers} process(es) the notebook started were still running after its kernel "
-                    "ended, and were killed."
-                )
-            by_key = dict(cells)
-            for key, state in run.state.items():
-                if key[0] == "cell" and key[1] not in errors:
-                    if state == "error" and str(error_of(by_key[key])).startswith(REMOVED_ERROR):
-                        called = str(error_of(by_key[key])).split(": ", 1)[-1].split(" is not available")[0]
-                        errors[key[1]] = (
-                            f"Cell {key[1]} calls {called}, which the grader's copy of the library leaves out "
-                            f"while {assignment.id} is graded (it does what the assignment asks for); in a cell "
-                            "that only compares with it, this costs no points."
-                        )
-                    elif state == "error":
-                        errors[key[1]] = f"Cell {key[1]} raised {error_of(by_key[key])}"
-                    elif state == "timeout":
-                        errors[key[1]] = (
-                            f"Cell {key[1]} did not finish within {cell_timeout:g} s and was stopped "
-                            "(an endless loop?)."
-                        )
-                        left_out.add(key[1])
-                elif key == SETUP_KEY and state != "ok":
-                    notes.append(
-                        f"The grader could not import transformer_lib in the kernel {kernel_name!r}: "
-                        "install the library in that kernel's environment (pip install -e .) or pick "
-                        "another with --kernel."
-                    )
-                elif key[0] == "check" and state in ("ok", "error", "timeout"):
-                    ex = next(e for e in pending if e.name == key[1])
-                    results[ex.name] = _verdict(ex, by_key[key], marker, time_limit)
-            if run.failure:
-                notes.append(f"Running the notebook failed: {run.failure}")
-                stop = True
-            elif run.stopped is not None:
-                how, key = run.stopped
-                if how == "deadline":
-                    notes.append(
-                        f"Grading this notebook ran out of time (about {cell_timeout:g} s per cell); the "
-                        "exercises not graded by then fail."
-                    )
-                    stop = True
-                elif key == SETUP_KEY or key is None:
-                    notes.append("The kernel died while starting.")
-                    stop = True
-                elif key[0] == "cell":
-                    left_out.add(key[1])
-                    source = next((src for n, src in code if n == key[1]), "")
-                    what = (
-                        f"did not finish within {cell_timeout:g} s and ignored the interrupt{_why_hung(source)}, "
-                        "so its kernel was killed"
-                        if how == "hung"
-                        else "stopped the kernel (os._exit, a crash, running out of memory?)"
-                    )
-                    errors[key[1]] = (
-                        f"Cell {key[1]} {what}; the exercises were graded in a fresh kernel that ran "
-                        f"the cells defining them, without cell {key[1]}."
-                    )
-                else:
-                    ex = next(e for e in pending if e.name == key[1])
-                    results[ex.name] = _failed(
-                        ex,
-                        f"The check of {ex.name} did not finish: your code "
-                        + (
-                            "ignored the time limit and the interrupt, so its kernel was killed."
-                            if how == "hung"
-                            else "stopped the kernel (os._exit, a crash, running out of memory?)."
-                        ),
-                        "Run the check cell in your notebook: your function must return within the time limit, and "
-                        "must neither catch KeyboardInterrupt (or BaseException) nor ignore SIGINT.",
-                        "TimeoutError" if how == "hung" else "KernelDied",
-                    )
-            else:
-                break
-            first = False
+        notebook.run()
     finally:
         if own_library:
             library.cleanup()
-
+    graded.notes += notebook.limit_notes + ([UNSANDBOXED_NOTE] if unsandboxed else [])
     for ex in assignment.exercises:
         result = (
-            results[ex.name]
-            if ex.name in results
-            else _failed(  # (a failed CheckResult is falsy)
+            notebook.results[ex.name]
+            if ex.name in notebook.results  # (a failed CheckResult is falsy)
+            else failed(
                 ex,
                 "The check did not finish (a time-out, or the kernel stopped).",
                 "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable time.",
@@ -354,44 +267,61 @@ def grade_notebook(
         )
         result.flags = list(flags.get(ex.name, []))
         graded.results.append(result)
-    graded.problems = [errors[n] for n in sorted(errors)] + notes
+    graded.problems = [notebook.errors[n] for n in sorted(notebook.errors)] + notebook.notes
     graded.seconds = time.monotonic() - started
     return graded
 
 
-def _why_hung(source: str) -> str:
-    """Why a cell may have ignored the interrupt, as its source shows it (the grader only sees that it did)."""
-    if re.search(r"\bSIGINT\b|\bsigmask\b|\bSIG_IGN\b", source):
-        return " (it changes how SIGINT is handled)"
-    if re.search(r"except\s*(\(|:|BaseException|KeyboardInterrupt)", source):
-        return " (it catches KeyboardInterrupt, a bare except or BaseException)"
-    return ""
-
-
-def _verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckResult:
-    """The result of ``ex``, computed here by replaying the check on the recording the kernel printed."""
-    text, why = _read_recording(cell, marker)
-    if text is None:
-        error = error_of(cell)
-        return _failed(
-            ex,
-            "The check did not finish (a time-out, or the kernel stopped)."
-            if not error and why == "no recording"
-            else f"The grader could not read the check's result: {error or why}.",
-            "Make sure the notebook runs from top to bottom (Kernel > Restart & Run All) in reasonable "
-            "time, and that it does not print lines that imitate the grader's.",
-            "GraderError",
-        )
+def _grade_one(submission: Submission, library: LibraryCopy | None, options: dict[str, Any]) -> GradedNotebook:
+    """:func:`grade_notebook`, and failed rows that say why if the grader itself fails on this notebook: one
+    notebook never stops the class's grading."""
     try:
-        return replay_exercise(ex.check, ex.names, text, time_limit)
-    except RecordingError as e:
-        return _failed(
-            ex,
-            f"The kernel's recording of the check could not be read: {e}.",
-            "Run the notebook as handed out: do not change the checks, the library or the grader's "
-            "cells. If you did not, tell your teacher.",
-            "RecordingError",
+        return grade_notebook(submission.path, submission.student, library=library, **options)
+    except Exception as e:  # the grader's own failure: a bug, or a submission it was not ready for
+        unsandboxed = bool(options.get("unsandboxed"))
+        graded = GradedNotebook(submission.student, submission.path.stem, submission.path, unsandboxed=unsandboxed)
+        assignment = assignment_for(submission.path)
+        reason = clean_text(f"{type(e).__name__}: {e}")[:300]
+        _not_graded(
+            graded,
+            assignment.exercises if assignment is not None else (),
+            f"The grader failed on this notebook ({reason}); the other notebooks were graded.",
+            "The grader could not grade this notebook: your teacher will look at it.",
+            "Tell your teacher; the note in the grades sheet says what went wrong.",
         )
+        graded.assignment = assignment.id if assignment is not None else graded.assignment
+        return graded
+
+
+def _grade_all(
+    submissions: list[Submission], jobs: int, progress: bool, options: dict[str, Any]
+) -> list[GradedNotebook]:
+    """:func:`_grade_one` for each submission, ``jobs`` at once, with a read-only library copy per assignment
+    (checked after every notebook, removed however the grading ends)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from tqdm.auto import tqdm
+
+    graded_at: dict[int, GradedNotebook] = {}
+    with contextlib.ExitStack() as stack:
+        libraries: dict[str, LibraryCopy] = {}
+        for s in submissions:
+            a = assignment_for(s.path)
+            if a is not None and a.id not in libraries:
+                libraries[a.id] = LibraryCopy(stubs=stubs_for(a.id))
+                stack.callback(libraries[a.id].cleanup)
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=jobs))  # (left before the copies are removed)
+        bar = stack.enter_context(tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress))
+        futures = {
+            pool.submit(_grade_one, s, libraries.get(a.id) if (a := assignment_for(s.path)) else None, options): i
+            for i, s in enumerate(submissions)
+        }
+        for future in as_completed(futures):
+            i = futures[future]
+            graded_at[i] = future.result()
+            bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
+            bar.update()
+    return [graded_at[i] for i in range(len(submissions))]
 
 
 def _default_templates() -> Path | None:
@@ -423,6 +353,7 @@ def grade_folder(
     similarity_threshold: float = DEFAULT_THRESHOLD,
     limits: Limits | None = None,
     unsandboxed: bool = False,
+    notebook_timeout: float = NOTEBOOK_TIMEOUT,
 ) -> list[GradedNotebook]:
     """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
     names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
@@ -433,12 +364,10 @@ def grade_folder(
     ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
     HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
     Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
-    ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits`` and ``unsandboxed``: see
-    :func:`grade_notebook` (:class:`~.sandbox.SandboxUnavailable` is raised before anything is graded)."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    from tqdm.auto import tqdm
-
+    ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits``, ``unsandboxed`` and
+    ``notebook_timeout``: see :func:`grade_notebook` (:class:`~.sandbox.SandboxUnavailable` is raised before
+    anything is graded). A notebook the grader itself fails on gets failed rows that say so; the others are graded
+    and the sheets written all the same."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
     if isinstance(similarity_threshold, bool) or not 0 < similarity_threshold <= 1:
@@ -453,42 +382,17 @@ def grade_folder(
             f"submissions: no <student>/<assignment>.ipynb or LMS-named .ipynb files under {folder}"
         )
     digests = [sha256_file(s.path) for s in submissions]  # before any kernel runs
-    graded_at: dict[int, GradedNotebook] = {}
     out = Path(out)
     feedback_dir = Path(feedback_dir) if feedback_dir is not None else out.parent / "feedback"
-    libraries: dict[str | None, LibraryCopy] = {}  # a read-only copy per assignment, checked after every notebook
-    for s in submissions:
-        a = assignment_for(s.path)
-        if a is not None and a.id not in libraries:
-            libraries[a.id] = LibraryCopy(stubs=stubs_for(a.id))
-    libraries[None] = libraries[next(iter(libraries))] if libraries else LibraryCopy()
-    with (
-        ThreadPoolExecutor(max_workers=jobs) as pool,
-        tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress) as bar,
-        contextlib.ExitStack() as stack,
-    ):
-        for copy in {id(c): c for c in libraries.values()}.values():
-            stack.callback(copy.cleanup)
-        futures = {
-            pool.submit(
-                grade_notebook,
-                s.path,
-                s.student,
-                cell_timeout=cell_timeout,
-                time_limit=time_limit,
-                kernel_name=kernel_name,
-                library=libraries[a.id if (a := assignment_for(s.path)) else None],
-                limits=limits,
-                unsandboxed=unsandboxed,
-            ): i
-            for i, s in enumerate(submissions)
-        }
-        for future in as_completed(futures):
-            i = futures[future]
-            graded_at[i] = future.result()
-            bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
-            bar.update()
-    graded = [graded_at[i] for i in range(len(submissions))]
+    options = dict(
+        cell_timeout=cell_timeout,
+        time_limit=time_limit,
+        kernel_name=kernel_name,
+        limits=limits,
+        unsandboxed=unsandboxed,
+        notebook_timeout=notebook_timeout,
+    )
+    graded = _grade_all(submissions, jobs, progress, options)
     for g, s, digest in zip(graded, submissions, digests, strict=True):
         g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
@@ -587,6 +491,14 @@ def main(argv: list[str] | None = None) -> int:
         help="time limit per notebook cell (default: %(default)s)",
     )
     parser.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=NOTEBOOK_TIMEOUT,
+        metavar="SECONDS",
+        help="time limit per notebook, all its kernels together; past it the kernel is stopped and the row says so "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--check-time-limit",
         type=float,
         default=DEFAULT_TIME_LIMIT,
@@ -617,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         "limits per kernel", "a cell that meets one fails as if it raised, and the row's note names the limit"
     )
     for name, flag, what in (
-        ("memory_mb", "--memory-mb", "MB of heap and anonymous memory"),
+        ("memory_mb", "--memory-mb", f"MB of heap and private memory; {ADDRESS_SLACK_MB} MB more of address space"),
         ("processes", "--processes", "processes and threads"),
         ("file_mb", "--file-mb", "MB per file written, and per private folder"),
         ("cpu_seconds", "--cpu-seconds", "CPU seconds per process"),
@@ -627,9 +539,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-sandbox",
         action="store_true",
-        help="grade without bubblewrap: each kernel can then read and write what you can; every row's note says so",
+        help="grade without bubblewrap: each kernel can then read and write what you can; said at the start and "
+        "the end of the run, and in every row's note and 'sandbox' column",
+    )
+    parser.add_argument(
+        "--allow-root-without-sandbox",
+        action="store_true",
+        help="with --no-sandbox as root: grade all the same (a kernel could then do anything root can)",
     )
     args = parser.parse_args(argv)
+    if args.no_sandbox and os.geteuid() == 0 and not args.allow_root_without_sandbox:
+        print(
+            "--no-sandbox: refusing to grade as root without the sandbox (a kernel could do anything root can: read "
+            "every file, change the system, leave processes running); got --no-sandbox as root. Grade with "
+            "bubblewrap, as another user, or add --allow-root-without-sandbox.",
+            file=sys.stderr,
+        )
+        return 2
+    print(memory_accounting(), file=sys.stderr)
+    if args.no_sandbox:
+        print(NO_SANDBOX_BANNER, file=sys.stderr)
     written: dict[Path, str] = {}
     try:
         graded = grade_folder(
@@ -638,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
             args.feedback,
             cell_timeout=args.timeout,
             time_limit=args.check_time_limit,
+            notebook_timeout=args.notebook_timeout,
             kernel_name=args.kernel,
             jobs=args.jobs,
             progress=not args.no_progress,
@@ -675,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
         f"sha256 {written[manifest]}  {manifest} (checksums of every file written; verify with "
         f"`sha256sum -c {manifest.name}` in {manifest.parent})"
     )
+    if args.no_sandbox:
+        print(NO_SANDBOX_BANNER, file=sys.stderr)
     return 0
 
 

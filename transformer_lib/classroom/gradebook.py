@@ -35,6 +35,7 @@ from .tables import (
     EXERCISE_COLUMNS,
     NO_SUBMISSION,
     ROSTER_COLUMNS,
+    clean_text,
     exercise_rows,
     graded_assignments,
     totals_from_rows,
@@ -103,18 +104,24 @@ def write_atomic(path: str | Path, text: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _cell(value: Any) -> Any:
-    """A text that a spreadsheet would run as a formula (a student's answer ``=HYPERLINK(...)``) gets a leading
-    apostrophe, so that it shows as text (OWASP's advice against CSV injection); numbers are left alone."""
-    formula = isinstance(value, str) and (value[:1] in ("=", "+", "@", "\t", "\r") or value[:1] == "-" != value)
+def _cell(value: Any, lines: bool = False) -> Any:
+    """A text as one clean line (:func:`~.tables.clean_text`; its line breaks kept with ``lines``); one that a
+    spreadsheet would run as a formula (a student's answer ``=HYPERLINK(...)``) gets a leading apostrophe, so that
+    it shows as text (OWASP's advice against CSV injection); numbers are left alone."""
+    if not isinstance(value, str):
+        return value
+    value = clean_text(value, lines=lines)  # no escape sequence or carriage return: `cat` shows the rows as they are
+    formula = value[:1] in ("=", "+", "@") or value[:1] == "-" != value
     return "'" + value if formula else value
 
 
-def csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
+def csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], *, lines: bool = False) -> str:
+    """The CSV of ``rows`` under ``columns``, every text cleaned (see ``_cell``; ``lines`` keeps line breaks, for
+    the written answers)."""
     buffer = io.StringIO(newline="")
     writer = csv.DictWriter(buffer, fieldnames=list(columns))
     writer.writeheader()
-    writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
+    writer.writerows({k: _cell(v, lines) for k, v in row.items()} for row in rows)
     return buffer.getvalue()
 
 
@@ -162,7 +169,9 @@ def write_gradebook(
     written[totals] = write_atomic(totals, csv_text(columns, table))
     if templates is not None:
         answers = Path(answers) if answers else out.with_name(f"{out.stem}_answers.csv")
-        written[answers] = write_atomic(answers, csv_text(ANSWER_COLUMNS, answer_rows(graded, templates, roster)))
+        written[answers] = write_atomic(
+            answers, csv_text(ANSWER_COLUMNS, answer_rows(graded, templates, roster), lines=True)
+        )
     for path, text in (extra or {}).items():
         written[Path(path)] = write_atomic(path, text)
     for student in sorted({g.student for g in graded}):

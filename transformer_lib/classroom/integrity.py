@@ -21,31 +21,11 @@ strings at run time, code fetched from a file) shows up only as the dynamic-code
 from __future__ import annotations
 
 import ast
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+
+from .source import CODE_MAGICS, Cell, parse_source, read_cells
 
 __all__ = ["definitions", "flags", "parse_source", "REFERENCE_NOTE"]
-
-# CPython 3.11 keeps one AST-construction depth counter per interpreter: two threads building ASTs at once can fail
-# with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905). The grader grades --jobs
-# notebooks in threads (seen in CI: 7 tests at once), and Python 3.11 also parses source lines whenever a thread
-# formats a traceback (the carets under an error). Our own parses take turns, and a parse that still meets the
-# error is tried again: its input was fine.
-_AST_LOCK = threading.Lock()
-_AST_TRIES = 5
-
-
-def parse_source(source: str) -> ast.Module:
-    """``ast.parse(source)``, safe in threads (raises SyntaxError or ValueError as ``ast.parse`` does)."""
-    for attempt in range(_AST_TRIES):
-        try:
-            with _AST_LOCK:
-                return ast.parse(source)
-        except SystemError as error:
-            if "recursion depth mismatch" not in str(error) or attempt == _AST_TRIES - 1:
-                raise
-    raise AssertionError("unreachable")
-
 
 REFERENCE_NOTE = "the teacher decides"
 # library names a starter notebook itself hands out, per exercise (the decoder layer is built from them)
@@ -84,13 +64,6 @@ _GRADER_NAMES = {
 }
 
 
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return parse_source(source)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _bound_names(stmt: ast.stmt) -> Iterator[str]:
     """Names a top-level statement binds."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -110,11 +83,12 @@ def _bound_names(stmt: ast.stmt) -> Iterator[str]:
                 yield from _bound_names(child)
 
 
-def definitions(sources: list[str]) -> dict[str, list[int]]:
-    """For each top-level name, the indices (into ``sources``) of the cells that bind it, in order."""
+def definitions(sources: Sequence[str | Cell]) -> dict[str, list[int]]:
+    """For each top-level name, the indices (into ``sources``, code cells or :class:`~.source.Cell`) of the cells
+    that bind it, in order."""
     found: dict[str, list[int]] = {}
-    for i, source in enumerate(sources):
-        tree = _parse(source)
+    for i, cell in enumerate(read_cells(sources)):
+        tree = cell.tree
         for stmt in tree.body if tree else ():
             for name in _bound_names(stmt):
                 found.setdefault(name, []).append(i)
@@ -136,6 +110,12 @@ def _aliases(trees: Iterable[ast.Module]) -> dict[str, str]:
                 for a in node.names:
                     if a.name != "*":
                         alias[a.asname or a.name] = f"{node.module}.{a.name}"
+    for tree in trees:  # t = torch, aten = torch.ops.aten (anywhere: a function's local name counts too)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                path = _dotted(node.value, alias)
+                if path is not None and node.targets[0].id not in alias:
+                    alias[node.targets[0].id] = path
     return alias
 
 
@@ -226,6 +206,10 @@ def _statement_flags(stmts: list[ast.stmt], alias: dict[str, str], exercise: str
                     and node.args[0].id in modules
                 ):
                     flag = f"uses {name} on the module {node.args[0].id}, which hides what it calls: {REFERENCE_NOTE}"
+                elif name == "getattr" and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant):
+                    shown = ast.unparse(node.args[1])[:40]
+                    flag = f"uses getattr with a name built at run time ({shown}), which hides what it calls: "
+                    flag += REFERENCE_NOTE
             if flag and flag not in out:
                 out.append(flag)
     # torch.ops and torch.ops.aten said once, by the longest path that names them (torch.ops.aten.f)
@@ -294,6 +278,30 @@ _HIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "breakpoint"}
 _NAMESPACES = {"globals", "vars"}
 
 
+# magics that change nothing a check sees (those that run Python, CODE_MAGICS, are read as the code they run)
+_QUIET_MAGICS = CODE_MAGICS | {"matplotlib", "xmode", "precision", "pprint", "who", "whos", "pinfo", "pinfo2"}
+
+
+def _ipython(node: ast.AST) -> str | None:
+    """The flag for a call of IPython's shell (what ``%magic`` and ``!command`` lines become), or None."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+    ):
+        return None
+    what = node.func.attr
+    if what in ("system", "getoutput"):
+        return "runs shell commands (a ! line), which the grader cannot read"
+    name = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+    if what in ("run_line_magic", "run_cell_magic") and name in _QUIET_MAGICS:
+        return None
+    shown = f"%{'%' * (what == 'run_cell_magic')}{name}" if isinstance(name, str) else f"get_ipython().{what}"
+    return f"runs the IPython command {shown[:40]}, which the grader cannot read"
+
+
 def _hidden_code(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
     """Flags for code anywhere in the notebook that runs or binds what its source does not show."""
     out: list[str] = []
@@ -310,6 +318,7 @@ def _hidden_code(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
                     flag = f"changes an object's attribute at run time (setattr on {target or shown})"
                 elif name in _NAMESPACES:
                     flag = f"reads or writes the notebook's namespace ({name}()), which can rebind any name"
+            flag = _ipython(node) or flag
             path = _dotted(node, alias) if isinstance(node, (ast.Attribute, ast.Name)) else None
             if path and (path == "importlib" or path.startswith("importlib.")):
                 flag = "imports by name at run time (importlib)"
@@ -341,12 +350,24 @@ def _rebound(trees: list[ast.Module], names: Iterable[str]) -> list[str]:
     return out
 
 
-def flags(sources: list[str], exercises: dict[str, Iterable[str]]) -> dict[str, list[str]]:
+def _unread(cells: list[Cell]) -> list[str]:
+    """Flags for code cells the grader could not read as Python: nothing in them is checked for the flags above."""
+    return [
+        f"code cell {i} of the notebook's code cells could not be read as Python ({cell.problem}), so nothing in it "
+        f"was checked: {REFERENCE_NOTE}"
+        for i, cell in enumerate(cells, start=1)
+        if cell.tree is None and cell.python.strip()
+    ]
+
+
+def flags(sources: Sequence[str | Cell], exercises: dict[str, Iterable[str]]) -> dict[str, list[str]]:
     """For each exercise (name -> the names it grades), the flags of its definitions and of the whole notebook.
 
-    ``sources`` are the student's code cells (not the check cells); cells that do not parse are skipped.
+    ``sources`` are the student's code cells (not the check cells), as written or read (:class:`~.source.Cell`);
+    a cell that cannot be read as Python is itself flagged.
     """
-    trees = [t for t in map(_parse, sources) if t is not None]
+    cells = read_cells(sources)
+    trees = [c.tree for c in cells if c.tree is not None]
     alias = _aliases(trees)
     top: dict[str, list[ast.stmt]] = {}
     for tree in trees:
@@ -355,7 +376,7 @@ def flags(sources: list[str], exercises: dict[str, Iterable[str]]) -> dict[str, 
                 if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                     top.setdefault(name, []).append(stmt)
     everywhere = _tampering(trees, alias)
-    everywhere += [f for f in _hidden_code(trees, alias) if f not in everywhere]
+    everywhere += [f for f in _hidden_code(trees, alias) + _unread(cells) if f not in everywhere]
     found = {}
     for ex, names in exercises.items():
         own = _statement_flags(_closure(names, top), alias, ex)

@@ -28,6 +28,8 @@ class GradedNotebook:
     notes: list[str] = field(default_factory=list)  # for the teacher: duplicates not graded, roster, late
     seconds: float = 0.0  # how long grading it took, kernels and replays included
     flags: list[str] = field(default_factory=list)  # for the teacher, about the whole notebook (e.g. similarity)
+    code: list[str] = field(default_factory=list)  # its code cells as the kernel ran them (IPython syntax turned)
+    unsandboxed: bool = False  # graded without the sandbox (--no-sandbox)
 
     def rows(self) -> list[dict[str, Any]]:
         if not self.results:  # unknown assignment: one row that says so

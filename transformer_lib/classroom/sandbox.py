@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import atexit
 import functools
+import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -57,6 +59,9 @@ __all__ = [
     "kill_by_token",
     "TOKEN_VARIABLE",
     "UNSANDBOXED_NOTE",
+    "NO_SANDBOX_BANNER",
+    "ADDRESS_SLACK_MB",
+    "memory_accounting",
 ]
 
 TOKEN_VARIABLE = "TL_GRADER_TOKEN"
@@ -80,6 +85,16 @@ UNSANDBOXED_NOTE = (
     "graded without the sandbox (--no-sandbox): its kernel could read and write what the grader's user can"
 )
 _LOG_BYTES = 64 * 1024  # of a kernel's own stdout and stderr, kept for the grader's messages
+NO_SANDBOX_BANNER = "\n".join(
+    [
+        "=" * 100,
+        "GRADED WITHOUT THE SANDBOX (--no-sandbox): every kernel could read and write what this user can (other",
+        "submissions, the solutions, your files) and leave processes running. Grade in bubblewrap for real use.",
+        "=" * 100,
+    ]
+)
+ADDRESS_SLACK_MB = 2048  # address space a kernel may map on top of Limits.memory_mb
+SOCKETS_BYTES = 1024 * 1024  # the kernel's sockets folder: a tmpfs of its own (the sockets themselves take no room)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -93,7 +108,7 @@ class Limits:
     resident and 0.25 GB data, 11 threads, 1.7 s of CPU, 5 kB of output); see
     :func:`~transformer_lib.classroom.grade.grade_notebook` for what happens at a limit."""
 
-    memory_mb: int = 2048  # heap and anonymous memory (RLIMIT_DATA): a 3 GB tensor is refused
+    memory_mb: int = 2048  # heap and private memory (RLIMIT_DATA): a 3 GB tensor is refused; see address_mb
     processes: int = 32  # processes and threads of the kernel's own user (RLIMIT_NPROC)
     file_mb: int = 256  # the largest file it may write (RLIMIT_FSIZE); each of its tmpfs folders is as large
     cpu_seconds: int = 600  # CPU time of each of its processes (RLIMIT_CPU); the kernel is killed past it
@@ -105,12 +120,20 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
 
+    @property
+    def address_mb(self) -> int:
+        """The address space a kernel's process may map (RLIMIT_AS): ``memory_mb`` plus 2 GB for the libraries'
+        own mappings (PyTorch maps 1.25 GB). It is what bounds shared memory (``mmap(-1, n)``, which RLIMIT_DATA
+        does not count) where the machine gives the grader no cgroup of its own (:func:`memory_accounting`)."""
+        return self.memory_mb + ADDRESS_SLACK_MB
+
     def prlimit(self) -> list[str]:
         """The ``prlimit`` command line that sets the limits for the command that follows it."""
         mb = 1024 * 1024
         return [
             "prlimit",
             f"--data={self.memory_mb * mb}",
+            f"--as={self.address_mb * mb}",
             f"--nproc={self.processes}",
             f"--fsize={self.file_mb * mb}",
             f"--cpu={self.cpu_seconds}:{self.cpu_seconds + 5}",  # SIGXCPU at the first, SIGKILL 5 s later
@@ -120,7 +143,7 @@ class Limits:
     def describe(self, which: str) -> str:
         """``which`` limit in words, e.g. ``"processes (32 processes and threads)"``."""
         return {
-            "memory": f"memory ({self.memory_mb} MB of heap and anonymous memory)",
+            "memory": f"memory ({self.memory_mb} MB of heap and private memory, {self.address_mb} MB mapped)",
             "processes": f"processes ({self.processes} processes and threads)",
             "file size": f"file size ({self.file_mb} MB per file)",
             "cpu": f"CPU time ({self.cpu_seconds} s)",
@@ -212,6 +235,7 @@ def bwrap_problem() -> str:
     probe = "import os, socket; print(os.getpid(), os.path.exists('/sys'), len(socket.if_nameindex()))"
     with tempfile.TemporaryDirectory(prefix="tl-probe-") as tmp:
         command = _bwrap_command(Limits(), tmp, Path(tmp), _fresh_uid(), [sys.executable, "-I", "-S", "-c", probe])
+        os.chmod(tmp, 0o755)
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
         except (OSError, subprocess.SubprocessError) as e:
@@ -220,6 +244,19 @@ def bwrap_problem() -> str:
         said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"bwrap cannot build a sandbox here ({said})"
     return ""
+
+
+def memory_accounting() -> str:
+    """What bounds a kernel's memory here, in a sentence for the start of a run. The grader takes no cgroup (a
+    cgroup v2 ``memory.max`` would count every page, shared memory and tmpfs included, but needs a delegated
+    subtree: ``systemd-run --user --scope``): its limits are per process."""
+    limits = Limits()
+    return (
+        "Memory: no cgroup is used, so each kernel is bounded per process: heap and private memory (--memory-mb, "
+        f"default {limits.memory_mb} MB), address space, which counts shared memory (--memory-mb + "
+        f"{ADDRESS_SLACK_MB} MB), and each of its tmpfs folders (/tmp, home, /dev/shm: --file-mb, default "
+        f"{limits.file_mb} MB; its sockets folder: {SOCKETS_BYTES // 1024 // 1024} MB)."
+    )
 
 
 def require_bwrap() -> None:
@@ -236,12 +273,17 @@ def _fresh_uid() -> int:
     return 200_000 + secrets.randbelow(1_000_000_000)
 
 
-def _bwrap_command(limits: Limits, sockets: str, library: Path, uid: int, kernel: list[str]) -> list[str]:
-    """bwrap's command line for ``kernel`` (an argv whose interpreter is a Python): see the module's docstring."""
+def _bwrap_command(
+    limits: Limits, folder: str, library: Path, uid: int, kernel: list[str], info_fd: int | None = None
+) -> list[str]:
+    """bwrap's command line for ``kernel`` (an argv whose interpreter is a Python): see the module's docstring.
+    ``folder`` is the kernel's own: its ``kernel.json`` (the connection file, read-only) and ``sockets`` (a tmpfs of
+    the sandbox's) show at the same paths inside; ``info_fd`` receives bwrap's JSON (``child-pid``)."""
     binds, python = _python_binds(kernel[0])
     kernel = [python, *kernel[1:]]
     environment = {**ENVIRONMENT, "PATH": f"{PYTHON}/bin:/usr/bin:/bin", "PYTHONPATH": LIBRARY}
     command = ["bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+    command += ["--info-fd", str(info_fd)] if info_fd is not None else []
     for name, value in sorted(environment.items()):
         command += ["--setenv", name, value]
     command += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
@@ -250,17 +292,21 @@ def _bwrap_command(limits: Limits, sockets: str, library: Path, uid: int, kernel
     size = str(limits.file_mb * 1024 * 1024)
     mounts = [*_system_binds(), *binds, ("--ro-bind", str(library), LIBRARY), ("--proc", "/proc"), ("--dev", "/dev")]
     mounts += [
+        ("--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"),
         ("--perms", "1777", "--size", size, "--tmpfs", "/tmp"),
         ("--perms", "1777", "--size", size, "--tmpfs", HOME),
     ]
-    mounts += [("--bind", sockets, sockets)]
-    made = {"/", "/tmp", HOME}
+    connection = Path(folder, "kernel.json")
+    mounts += [("--ro-bind", str(connection), str(connection))] if connection.exists() else []
+    mounts += [("--perms", "1777", "--size", str(SOCKETS_BYTES), "--tmpfs", str(Path(folder, "sockets")))]
+    made = {"/", "/tmp", HOME, "/dev"}
     for mount in mounts:
-        if mount[0] in ("--ro-bind", "--bind"):  # bwrap would make their parents 0700, closed to the kernel's user
+        if mount[0] in ("--ro-bind", "--bind") or mount[-2] == "--tmpfs":  # bwrap would make their parents 0700
             for folder in reversed([str(p) for p in Path(mount[-1]).parents if str(p) not in made]):
                 command += ["--perms", "0755", "--dir", folder]
                 made.add(folder)
         command += mount
+    command += ["--remount-ro", "/dev", "--remount-ro", "/"]  # writable: its tmpfs folders only, each of a size
     command += ["--chdir", HOME, "--"]
     command += limits.prlimit()
     if _root():  # a user of its own and no capability: the process limit counts this kernel only
@@ -287,8 +333,8 @@ def kill_by_token(token: str) -> int:
 
 
 class Sandbox:
-    """One kernel's sandbox: its sockets folder (with its connection file), its limits, and the pipe its own output
-    goes to. ``unsandboxed`` runs the kernel without bubblewrap (see the module's docstring)."""
+    """One kernel's sandbox: its folder (its connection file, and the link to its sockets), its limits, and the pipe
+    its own output goes to. ``unsandboxed`` runs the kernel without bubblewrap (see the module's docstring)."""
 
     def __init__(self, library: LibraryCopy, limits: Limits | None = None, *, unsandboxed: bool = False) -> None:
         if not unsandboxed:
@@ -298,15 +344,17 @@ class Sandbox:
         self.unsandboxed = unsandboxed
         self.uid = _fresh_uid()
         self._tmp = tempfile.TemporaryDirectory(prefix="tl-kernel-")
-        self.sockets = str(Path(self._tmp.name, "sockets"))  # the only grader folder a kernel sees
-        os.mkdir(self.sockets, 0o700)
-        if not unsandboxed and _root():
-            os.chown(self.sockets, self.uid, self.uid)
-        self.workdir = self.sockets if not unsandboxed else str(Path(self._tmp.name, "work"))
+        self.folder = self._tmp.name
+        # the kernel's sockets: a tmpfs of its own sandbox, which the grader reaches through a link made once the
+        # sandbox exists (link_sockets); unsandboxed, a folder of the grader's
+        self.sockets = str(Path(self.folder, "sockets"))
+        self.workdir = self.folder if not unsandboxed else str(Path(self.folder, "work"))
         if unsandboxed:
+            os.mkdir(self.sockets, 0o700)
             os.mkdir(self.workdir, 0o700)
-        self.connection_file = str(Path(self.sockets, "kernel.json"))
+        self.connection_file = str(Path(self.folder, "kernel.json"))
         self.token = os.urandom(12).hex()
+        self._info_read, self.info_fd = os.pipe()  # bwrap writes its child's pid here (passed to bwrap alone)
         self._read, self._write = os.pipe()
         self._kept = bytearray()
         self._reader = threading.Thread(target=self._drain, daemon=True)
@@ -348,7 +396,25 @@ class Sandbox:
             return self.limits.prlimit() + kernel
         if _root() and os.path.exists(self.connection_file):
             os.chown(self.connection_file, self.uid, self.uid)
-        return _bwrap_command(self.limits, self.sockets, self.library.parent, self.uid, kernel)
+        return _bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd)
+
+    def link_sockets(self, timeout: float = 60) -> None:
+        """Once bubblewrap has started: link ``sockets`` to the sandbox's own sockets folder (through its first
+        process's ``/proc/<pid>/root``), so that the grader connects to the sockets the kernel binds there."""
+        if self.unsandboxed or self.info_fd < 0:
+            return
+        os.close(self.info_fd)  # bwrap has its own copy: the pipe ends when bwrap writes, or fails
+        self.info_fd = -1
+        said, end = b"", time.monotonic() + timeout
+        while b"}" not in said and (left := end - time.monotonic()) > 0:
+            if not select.select([self._info_read], [], [], left)[0] or not (chunk := os.read(self._info_read, 4096)):
+                break
+            said += chunk
+        try:
+            pid = int(json.loads(said)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            return  # bwrap failed: the kernel never answers, and the run says what bwrap said
+        os.symlink(f"/proc/{pid}/root{self.sockets}", self.sockets)
 
     def close(self) -> int:
         """Kill what an unsandboxed kernel left behind (bubblewrap's PID namespace ends with its kernel); remove the
@@ -360,7 +426,9 @@ class Sandbox:
             if not n:
                 break
             time.sleep(0.05)
-        os.close(self._write)
+        for fd in (self._write, self._info_read, self.info_fd):
+            if fd >= 0:
+                os.close(fd)
         self._reader.join(timeout=5)
         os.close(self._read)
         self._tmp.cleanup()
@@ -386,3 +454,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
         return self.sandbox.wrap(command) if self.sandbox is not None else command
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        if self.sandbox is not None and not self.sandbox.unsandboxed:
+            kw["pass_fds"] = (self.sandbox.info_fd,)  # to bwrap alone (it makes Popen close every other descriptor)
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        if self.sandbox is not None:
+            self.sandbox.link_sockets()

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .integrity import parse_source
 from .registry import ASSIGNMENTS
 from .results import GradedNotebook
+from .source import Cell, read_cells
 
 __all__ = ["SIMILARITY_COLUMNS", "DEFAULT_THRESHOLD", "solution_code", "similar_pairs", "flag_similar"]
 
@@ -51,17 +51,18 @@ def _code_cells(path: Path) -> list[str]:
     return sources
 
 
-def solution_code(sources: Iterable[str], names: Iterable[str]) -> str:
-    """The source of the last top-level definition of each of ``names`` in the code cells ``sources``."""
+def solution_code(sources: Iterable[str | Cell], names: Iterable[str]) -> str:
+    """The last top-level definition of each of ``names`` in the code cells ``sources``, as the kernel runs it
+    (IPython syntax turned into Python, magics read as the code they run: :mod:`.source`) and written out again from
+    its parse, so that layout and comments count for nothing."""
     wanted, found = set(names), {}
-    for source in sources:
-        try:
-            tree = parse_source(source)
-        except (SyntaxError, ValueError):
-            continue
-        for stmt in tree.body:
+    for cell in read_cells(sources):
+        for stmt in cell.tree.body if cell.tree is not None else ():
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name in wanted:
-                found[stmt.name] = ast.get_source_segment(source, stmt) or ""
+                try:
+                    found[stmt.name] = ast.unparse(stmt)
+                except (RecursionError, MemoryError, ValueError):  # too deep to write out: compared as missing
+                    found.pop(stmt.name, None)
     return "\n\n".join(found[n] for n in sorted(found))
 
 
@@ -88,7 +89,7 @@ def similar_pairs(
         mine = sorted((g for g in graded if g.assignment == aid and g.results), key=lambda g: g.student)
         template = Path(templates) / f"{aid}.ipynb" if templates is not None else None
         starter_cells = _code_cells(template) if template is not None and template.exists() else []
-        cells = {g.student: _code_cells(Path(g.path)) for g in mine}
+        cells = {g.student: g.code or _code_cells(Path(g.path)) for g in mine}
         for ex in ASSIGNMENTS[aid].exercises:
             starter = solution_code(starter_cells, ex.names)
             boilerplate = list(_fingerprint(starter).hashes) if starter else None

@@ -67,6 +67,7 @@ REMOVED: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     ),
     "06_decoder": (
         ("decoding.py", "greedy_decode", "tl.greedy_decode", "value"),
+        ("decoding.py", "sample", "tl.sample", "value"),  # top_k=1 is greedy decoding
         ("decoding.py", "beam_search", "tl.beam_search", "hypotheses"),
         ("decoding.py", "_beam_one", "tl.decoding._beam_one", "value"),
         ("classroom/checks/decoder.py", "_greedy_variant", "the check's decoding variants", "value"),

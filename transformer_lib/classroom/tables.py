@@ -5,8 +5,9 @@
 points of the parts passed for a partly right answer, else 0), ``optional`` is 1 for an extension, ``flags`` what
 the teacher should look at (a function that calls the library's own reference, code near-identical to another
 student's), ``sha256`` the hash of the graded file, ``note`` duplicates not graded, a late file, a name not in the
-roster. The roster's ``lms_id`` and ``email`` are carried into every row, and every student (of the roster, or
-graded on another assignment of the run) who handed in nothing for an assignment gets a ``no submission`` row.
+roster, ``sandbox`` whether its kernel ran in bubblewrap. The roster's ``lms_id`` and ``email`` are carried into
+every row, and every student (of the roster, or graded on another assignment of the run) who handed in nothing for
+an assignment gets a ``no submission`` row.
 
 :func:`totals_from_rows` sums them per student and assignment (:func:`totals_table` for a grading run), and merges
 the points of the written answers once the teacher has filled the answers sheet (:func:`written_points`).
@@ -14,6 +15,7 @@ the points of the written answers once the teacher has filled the answers sheet 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +31,7 @@ __all__ = [
     "written_points",
     "totals_from_rows",
     "totals_table",
+    "clean_text",
 ]
 
 ROSTER_COLUMNS = ("lms_id", "email")  # carried from the roster into every sheet, so that an LMS can match its rows
@@ -47,7 +50,24 @@ EXERCISE_COLUMNS = (
     "file_name",
     "sha256",
     "note",
+    "sandbox",  # "bubblewrap", or "NONE (--no-sandbox)": what the kernel could reach
 )
+SANDBOXED, UNSANDBOXED = "bubblewrap", "NONE (--no-sandbox)"
+
+
+# what a terminal or an editor would act on rather than show: ANSI escape sequences (colours, cursor moves, window
+# titles), C0 and C1 control characters (a carriage return that lets a line overwrite the one shown) and the Unicode
+# controls of line breaks and text direction ("Trojan Source", CVE-2021-42574)
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|\x9b[0-?]*[ -/]*[@-~]?")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str, *, lines: bool = False) -> str:
+    """``text`` without control characters and escape sequences, for a sheet or a feedback file: one line (tabs and
+    line breaks become spaces), or with ``lines`` its line breaks kept (a carriage return becomes one)."""
+    text = _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", text) if lines else _CONTROLS.sub("", text.replace("\n", " ").replace("\t", " "))
+    return text.replace("\t", "    ") if lines else text
 
 
 def _number(x: float) -> int | float:
@@ -90,6 +110,7 @@ def exercise_rows(graded: list[GradedNotebook], roster: list[dict[str, str]] | N
             "file_name": g.file_name,
             "sha256": g.sha256,
             "note": " ".join(g.notes),
+            "sandbox": UNSANDBOXED if g.unsandboxed else SANDBOXED if g.results else "",
         }
         assignment = ASSIGNMENTS.get(g.assignment)
         if assignment is None or not g.results:
@@ -139,6 +160,7 @@ def exercise_rows(graded: list[GradedNotebook], roster: list[dict[str, str]] | N
                         "file_name": "",
                         "sha256": "",
                         "note": NO_SUBMISSION,
+                        "sandbox": "",
                     }
                 )
     return rows

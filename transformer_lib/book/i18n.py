@@ -228,10 +228,35 @@ def setup(app: Any) -> dict[str, Any]:
         app.add_js_file("language.js")
         app.add_css_file("i18n.css")  # the switch's style; the CJK fonts apply to the Chinese site only
 
+    app.connect("config-inited", _search_dictionary)
     app.connect("builder-inited", add_files)
     app.connect("html-page-context", page_context)
     app.add_transform(_toctree_captions_transform())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def _search_dictionary(app: Any, config: Any) -> None:
+    """Give a Chinese search index (``html_search_language`` zh) the glossary's terms as jieba's user dictionary.
+
+    jieba alone cuts 因果掩码 into 因果 and 掩码 and drops 束 of 束搜索 (one character), so the search box, which looks
+    a query up as one word, found neither. The dictionary (:func:`transformer_lib.book.glossary.search_dictionary`)
+    is written into the doctree folder under a name that changes with its words, so that a changed glossary
+    re-indexes every page (Sphinx rewrites all pages when ``html_search_options`` changes)."""
+    import hashlib
+    from pathlib import Path
+
+    from transformer_lib.book.glossary import search_dictionary
+
+    language = config.html_search_language or config.language or "en"
+    options = dict(config.html_search_options or {})
+    if not language.startswith("zh") or "dict" in options:
+        return
+    words = search_dictionary()
+    path = Path(app.doctreedir) / f"search-terms-{hashlib.sha256(words.encode()).hexdigest()[:12]}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file():
+        path.write_text(words, encoding="utf-8")
+    config.html_search_options = {**options, "dict": str(path)}
 
 
 def _toctree_captions_transform() -> type:

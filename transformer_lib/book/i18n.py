@@ -107,6 +107,23 @@ def kept_parts(text: str) -> dict[str, Counter]:
     return found
 
 
+# A count in millions or billions reads in 万 and 亿 in Chinese (43.6 million = 4360 万, 4.5 M = 450 万): both sides
+# are compared as the whole number they stand for.
+_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*|-)(million|billion|M|B|万|亿)(?![A-Za-z])")
+_SCALE = {"million": 10**6, "M": 10**6, "billion": 10**9, "B": 10**9, "万": 10**4, "亿": 10**8}
+
+
+def _whole_numbers(text: str) -> str:
+    """``text`` with each count in millions, billions, 万 or 亿 written out as the whole number it stands for.
+
+    >>> _whole_numbers("43.6 million adds"), _whole_numbers("4360 万次乘加"), _whole_numbers("a 65-million model")
+    ('43600000  adds', '43600000 次乘加', 'a 65000000  model')
+    """
+    from decimal import Decimal
+
+    return _MAGNITUDE.sub(lambda m: f"{int(Decimal(m[1]) * _SCALE[m[2]])} ", text)
+
+
 # A translation that starts like a Markdown list item ("1. 标题", "- ...") is parsed as a list when Sphinx puts it
 # back into the page, and Sphinx then silently keeps the English text of the heading or paragraph
 _BLOCK_START = re.compile(r"^(?:\d+[.)]|[-+*])\s")
@@ -125,7 +142,8 @@ def message_problems(msgid: str, msgstr: str, *, markdown: bool = True) -> list[
         )
     # A docstring's RST role (book/api.md) must become the MyST role: Sphinx parses a Markdown page's translation
     # as Markdown, where :class:`x` is plain text, and -W fails on the reference it loses.
-    english, chinese = kept_parts(_RST_ROLE.sub(r"{\1}", msgid)), kept_parts(msgstr)
+    english = kept_parts(_whole_numbers(_RST_ROLE.sub(r"{\1}", msgid)))
+    chinese = kept_parts(_whole_numbers(msgstr))
     for kind in english:
         if english[kind] != chinese[kind]:
             problems.append(

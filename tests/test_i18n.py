@@ -129,19 +129,16 @@ def test_a_docstring_role_is_translated_as_the_myst_role():
 # Terms: the glossary is the one source of each term's Chinese
 # --------------------------------------------------------------------------------------------------------------
 def glossary_terms() -> dict[str, list[str]]:
-    """English term -> its accepted Chinese renderings, from book/glossary.md's table (the zh.d2l.ai term and the
-    alternatives the row gives, without the notes' variants in parentheses)."""
+    """English term -> its accepted Chinese renderings: the Chinese column of book/glossary.md (never the notes'
+    column), as :func:`transformer_lib.book.glossary.read_glossary` reads it."""
+    from transformer_lib.book.glossary import read_glossary
+
     terms = {}
-    for line in (ROOT / "book" / "glossary.md").read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 4 or cells[0] in ("English", "---"):
-            continue
-        english = re.sub(r"\s*\(.*\)", "", cells[0])
-        chinese = re.sub(r"\((?:notes|the notes)[^)]*\)|†", "", cells[1])
-        options = [o.strip() for o in re.split(r"[/,、；;（）()]", chinese) if re.search(r"[\u4e00-\u9fff]", o)]
-        for name in re.split(r",\s*|\s*/\s*", english):
+    for row in read_glossary():
+        options = [o for o in row.chinese if re.search(r"[\u4e00-\u9fff]", o)]
+        for name in row.english:
             if options:
-                terms[name.strip()] = options
+                terms[name] = options
     return terms
 
 

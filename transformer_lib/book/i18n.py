@@ -107,6 +107,23 @@ def kept_parts(text: str) -> dict[str, Counter]:
     return found
 
 
+# A count in millions or billions reads in 万 and 亿 in Chinese (43.6 million = 4360 万, 4.5 M = 450 万): both sides
+# are compared as the whole number they stand for.
+_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*|-)(million|billion|M|B|万|亿)(?![A-Za-z])")
+_SCALE = {"million": 10**6, "M": 10**6, "billion": 10**9, "B": 10**9, "万": 10**4, "亿": 10**8}
+
+
+def _whole_numbers(text: str) -> str:
+    """``text`` with each count in millions, billions, 万 or 亿 written out as the whole number it stands for.
+
+    >>> _whole_numbers("43.6 million adds"), _whole_numbers("4360 万次乘加"), _whole_numbers("a 65-million model")
+    ('43600000  adds', '43600000 次乘加', 'a 65000000  model')
+    """
+    from decimal import Decimal
+
+    return _MAGNITUDE.sub(lambda m: f"{int(Decimal(m[1]) * _SCALE[m[2]])} ", text)
+
+
 # A translation that starts like a Markdown list item ("1. 标题", "- ...") is parsed as a list when Sphinx puts it
 # back into the page, and Sphinx then silently keeps the English text of the heading or paragraph
 _BLOCK_START = re.compile(r"^(?:\d+[.)]|[-+*])\s")
@@ -125,7 +142,8 @@ def message_problems(msgid: str, msgstr: str, *, markdown: bool = True) -> list[
         )
     # A docstring's RST role (book/api.md) must become the MyST role: Sphinx parses a Markdown page's translation
     # as Markdown, where :class:`x` is plain text, and -W fails on the reference it loses.
-    english, chinese = kept_parts(_RST_ROLE.sub(r"{\1}", msgid)), kept_parts(msgstr)
+    english = kept_parts(_whole_numbers(_RST_ROLE.sub(r"{\1}", msgid)))
+    chinese = kept_parts(_whole_numbers(msgstr))
     for kind in english:
         if english[kind] != chinese[kind]:
             problems.append(
@@ -228,10 +246,35 @@ def setup(app: Any) -> dict[str, Any]:
         app.add_js_file("language.js")
         app.add_css_file("i18n.css")  # the switch's style; the CJK fonts apply to the Chinese site only
 
+    app.connect("config-inited", _search_dictionary)
     app.connect("builder-inited", add_files)
     app.connect("html-page-context", page_context)
     app.add_transform(_toctree_captions_transform())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def _search_dictionary(app: Any, config: Any) -> None:
+    """Give a Chinese search index (``html_search_language`` zh) the glossary's terms as jieba's user dictionary.
+
+    jieba alone cuts 因果掩码 into 因果 and 掩码 and drops 束 of 束搜索 (one character), so the search box, which looks
+    a query up as one word, found neither. The dictionary (:func:`transformer_lib.book.glossary.search_dictionary`)
+    is written into the doctree folder under a name that changes with its words, so that a changed glossary
+    re-indexes every page (Sphinx rewrites all pages when ``html_search_options`` changes)."""
+    import hashlib
+    from pathlib import Path
+
+    from transformer_lib.book.glossary import search_dictionary
+
+    language = config.html_search_language or config.language or "en"
+    options = dict(config.html_search_options or {})
+    if not language.startswith("zh") or "dict" in options:
+        return
+    words = search_dictionary()
+    path = Path(app.doctreedir) / f"search-terms-{hashlib.sha256(words.encode()).hexdigest()[:12]}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file():
+        path.write_text(words, encoding="utf-8")
+    config.html_search_options = {**options, "dict": str(path)}
 
 
 def _toctree_captions_transform() -> type:

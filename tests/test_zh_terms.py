@@ -1,0 +1,101 @@
+"""One Chinese wording per term in every catalog: the glossary's, never a variant (issue 37).
+
+tests/test_i18n.py checks that a message whose English names a glossary term gives one of the glossary's renderings;
+this checks the other way round: no translation uses a known other rendering of a term (the notes' 层归一化, a
+second word for the word tokenizer, 屏蔽 for masked), unless its English quotes that very Chinese (appendix D and
+the glossary quote the notes' terms).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from transformer_lib.book.glossary import read_glossary
+
+LOCALE = Path(__file__).resolve().parents[1] / "locale" / "zh_CN" / "LC_MESSAGES"
+
+# a rendering the catalogs must not use -> the one they use (the glossary's, or one wording for a recurring label)
+VARIANTS: dict[str, str] = {
+    r"归一化": "规范化",  # zh.d2l.ai: 层规范化 (§10.7), 批量规范化 (§7.5), softmax 的规范化 (§3.4)
+    r"隐藏状态": "隐状态",  # zh.d2l.ai §8.4
+    r"屏蔽|遮蔽|掩码自注意力": "掩蔽 (掩蔽自注意力)",  # zh.d2l.ai §10.7; the mask itself stays 掩码
+    r"平均池化": "平均汇聚",  # zh.d2l.ai: 汇聚层, pooling layer
+    r"贪婪解码|贪婪搜索": "贪心搜索",
+    r"教师强制": "强制教学",
+    r"(?<!（)one-hot": "独热 (the English in brackets after it at most: 独热（one-hot）)",
+    r"(?<![子级])词分词器|单词分词器": "词级分词器",  # word tokenizer
+    r"编码器块|解码器块": "编码器层 / 解码器层",  # encoder/decoder block: the glossary's 编码器层
+    r"base 模型|Base 模型": "基础模型",
+    r"本章概览": "本章内容",  # "In this chapter"
+    r"列印": "打印",  # mainland usage
+    r"\d\s*百万|\d\s*M 个": "万 / 亿 (43.6 million: 4360 万; 65 M: 6500 万)",
+    r"\b[A-Z][\w-]+ et al\.?\s*[（(,]|等人[，（]": "作者 等（年份）, or （作者 等，年份） in brackets",
+}
+# English words that a translation never keeps, even where its English has them (the English always has "one-hot")
+_ALWAYS = {r"(?<!（)one-hot"}
+
+
+def _messages():
+    for path in sorted(LOCALE.rglob("*.po")):
+        with open(path, "rb") as f:
+            for message in read_po(f):
+                if message.id and message.string and message.string != message.id:  # not an English term kept as is
+                    yield path.relative_to(LOCALE).with_suffix("").as_posix(), message.id, message.string
+
+
+def _without_code(text: str) -> str:
+    return re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)", " ", text)
+
+
+def variant_problems(msgid: str, msgstr: str) -> list[str]:
+    """The variants a translation uses, each with the wording to use; one that its English quotes is kept (the
+    notes' 层归一化 in appendix D, the English site's "Vaswani et al. (2017)"), except an English word that the
+    English always has (one-hot)."""
+    chinese, english = _without_code(msgstr), _without_code(msgid)
+    return [
+        f"{found!r} should read {use}"
+        for pattern, use in VARIANTS.items()
+        for found in re.findall(pattern, chinese)
+        if found not in english or pattern in _ALWAYS
+    ]
+
+
+def test_no_catalog_uses_a_variant_of_a_term():
+    problems = [
+        f"{page}: {problem}: {msgstr[:60]!r}"
+        for page, msgid, msgstr in _messages()
+        for problem in variant_problems(msgid, msgstr)
+    ]
+    assert not problems, problems
+
+
+def test_an_english_variant_fails_even_where_its_english_has_it():
+    assert variant_problems("a one-hot vector", "一个 one-hot 向量")
+    assert not variant_problems("a one-hot vector", "一个独热向量（one-hot）")
+
+
+def test_the_variants_are_not_the_glossarys_terms():
+    """A variant never bans a rendering the glossary gives (the table and this list cannot disagree)."""
+    chinese = [rendering for term in read_glossary() for rendering in term.chinese]
+    clashes = [(p, c) for p in VARIANTS for c in chinese if re.search(p, c)]
+    assert not clashes, clashes
+
+
+@pytest.mark.parametrize(
+    "msgid, planted",
+    [
+        ("Add & Norm: a residual connection, then layer normalisation.", "Add & Norm：残差连接，然后做层归一化。"),
+        ("The RNN's hidden state", "RNN 的隐藏状态"),
+        ("a word tokenizer", "一个单词分词器"),
+        ("masked self-attention", "掩码自注意力"),
+    ],
+)
+def test_a_planted_variant_fails(msgid: str, planted: str) -> None:
+    assert variant_problems(msgid, planted), planted
+    # the same Chinese quoted by its English (appendix D lists the notes' terms) is allowed
+    quoted = re.sub(r"[^\u4e00-\u9fff]+", " ", planted).split()
+    assert not variant_problems(msgid + " (" + " ".join(quoted) + ")", planted)

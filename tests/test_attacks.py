@@ -180,6 +180,7 @@ def _feedback(attacked, student):
         ("jsonforge", "changes an object's attribute at run time (setattr on json)"),
     ],
 )
+@pytest.mark.slow
 def test_a_swapped_sourced_or_forged_reference_fails_and_is_flagged(attacked, student, flag):
     g = attacked[0][student]
     assert _passed(g) == [False]

@@ -40,6 +40,7 @@ def test_multi_head_attention_compiles_as_one_graph(impl):
     assert torch.all(got[2] == mha.o_proj.bias)  # zero attention output for the empty rows, then W^O's bias
 
 
+@pytest.mark.slow
 def test_compiled_transformer_matches_eager_logits_and_gradients():
     torch.manual_seed(0)
     cfg = tl.TransformerConfig(

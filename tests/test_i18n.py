@@ -64,6 +64,7 @@ def incomplete(page_messages: set[str], catalog) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_every_page_has_a_catalog(templates):
     pages = {p.relative_to(templates).with_suffix("").as_posix() for p in templates.rglob("*.pot")}
     assert pages == {p.relative_to(LOCALE).with_suffix("").as_posix() for p in CATALOGS}, (

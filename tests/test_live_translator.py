@@ -59,6 +59,7 @@ def library():
     return model, corpus, src
 
 
+@pytest.mark.slow
 def test_shipped_files_are_a_fresh_export(fresh: Path, library) -> None:
     shipped_meta = json.loads((SHIPPED / "translator.json").read_text(encoding="utf-8"))
     assert json.loads((fresh / "translator.json").read_text(encoding="utf-8")) == shipped_meta

@@ -110,6 +110,7 @@ def _holding(token: str) -> int:
     return count
 
 
+@pytest.mark.slow
 def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
     """A grader killed with SIGKILL runs no clean-up code; the sandbox's processes must die with it all the same."""
     if sandbox.bwrap_problem():

@@ -150,12 +150,14 @@ def test_the_build_gives_jieba_every_chinese_term_of_the_glossary(dictionary: Pa
     assert config.html_search_options == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("term, page", CASES)
 def test_a_glossary_term_finds_the_page_that_introduces_it(index: Index, term: str, page: str) -> None:
     results = search(index, _query(term))
     assert page in results, f"searching {term!r} finds {sorted(results) or 'nothing'}, not {page}"
 
 
+@pytest.mark.slow
 def test_without_the_dictionary_the_search_loses_terms(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the test above catches: jieba's own dictionary cuts the terms apart (issue 37's list)."""
     plain = _index(None, monkeypatch)
@@ -163,6 +165,7 @@ def test_without_the_dictionary_the_search_loses_terms(monkeypatch: pytest.Monke
     assert {"束搜索", "因果掩码", "字节对编码", "标签平滑"} <= lost, sorted(lost)
 
 
+@pytest.mark.browser  # run with the tests of the built site, after the build (scripts/test_all.sh)
 @pytest.mark.skipif(not SEARCHINDEX.is_file(), reason="no built Chinese site (scripts/i18n.py build)")
 def test_the_built_sites_index_finds_every_term() -> None:
     data = json.loads(re.search(r"Search\.setIndex\((.*)\)\s*$", SEARCHINDEX.read_text(encoding="utf-8"), re.S)[1])

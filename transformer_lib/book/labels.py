@@ -112,6 +112,8 @@ LABELS: dict[str, dict[str, str]] = {
         "RNN arithmetic, no recurrence": "RNN 的运算，去掉循环依赖",
         "distance T - t (tokens back)": "距离 T - t（往回数的词元数）",
         "distance T - t": "距离 T - t",
+        "LSTM, forget biases at 0": "LSTM，遗忘门偏置为 0",
+        "LSTM, forget biases at 1": "LSTM，遗忘门偏置为 1",
         "chance (1/8)": "随机猜测（1/8）",
         "distance k (distractors between key and answer)": "距离 k（键与答案之间的干扰符号数）",
         "test accuracy": "测试准确率",

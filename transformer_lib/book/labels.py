@@ -159,6 +159,7 @@ LABELS: dict[str, dict[str, str]] = {
         "lowest honest loss": "诚实模型的最低损失",
         "Chapter 6: multi-head attention": "第 6 章：多头注意力",
         "Chapter 6b: the rest of the encoder block": "第 6b 章：编码器块的其余部分",
+        "Chapter 6c: the whole model": "第 6c 章：整个模型",
         "Gradient norm of each layer's W₂ at initialisation (12 layers)": "初始化时各层 W₂ 的梯度范数（12 层）",
         "both": "两者",
         "layer (1 = next to the embeddings)": "层（1 = 紧挨嵌入的一层）",

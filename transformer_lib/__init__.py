@@ -16,6 +16,7 @@ Every chapter of the book imports it as ``import transformer_lib as tl``. Three 
 
 from . import (
     attention,
+    bleu,
     checkpoints,
     data,
     decoding,
@@ -66,6 +67,7 @@ __all__ = [
     "models",
     "decoding",
     "training",
+    "bleu",
     "data",
     "checkpoints",
     # device

@@ -57,8 +57,9 @@ def pad_id_of(model: nn.Module) -> int:
 def sequence_loss(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID, label_smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy over the non-padding target positions.
 
-    With ``label_smoothing = ε`` the target distribution puts 1 - ε on the right token and spreads ε uniformly over
-    the vocabulary (§5.4 uses ε = 0.1), as :func:`torch.nn.functional.cross_entropy` does.
+    With ``label_smoothing = ε`` the target distribution keeps 1 - ε on the right token and spreads ε uniformly over
+    the whole vocabulary, the right token included: 1 - ε + ε/V for it, ε/V for every other token (§5.4 uses
+    ε = 0.1), as :func:`torch.nn.functional.cross_entropy` does.
 
     Shape:
         logits: (B, T, V), targets: (B, T) int64 -> scalar

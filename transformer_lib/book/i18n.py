@@ -45,6 +45,7 @@ TRANSLATED: tuple[str, ...] = (
     "book/05_masks",
     "book/06_multi_head_attention",
     "book/06b_encoder_block",
+    "book/06c_the_whole_model",
     "book/07_cross_attention_and_decoding",
     "book/07b_kv_cache_loss_and_limits",
     "book/08_training",

@@ -7,8 +7,8 @@
 #   onnxruntime-web/      npm: onnxruntime-web                (runs chapter 7's live translator; loaded on demand by
 #                         book/_static/translator/translator.js only: the plain WebAssembly build, one thread, so
 #                         no WebGPU/WebGL/JSEP builds and no cross-origin isolation needed)
-#   axe-core/axe.min.js   npm: axe-core                       (accessibility checks; injected by tests/test_browser.py
-#                         only, never loaded by a page)
+#   tests/vendor/axe-core/axe.min.js  npm: axe-core           (accessibility checks; injected by the browser tests only,
+#                         so it lives with the tests and is never published with the site)
 # plotly.min.js is NOT vendored here: transformer_lib.book.site copies it from the installed plotly package at
 # build time, so the site's plotly.js always matches the Python plotly that wrote the figures.
 set -euo pipefail
@@ -28,7 +28,7 @@ npm pack --silent "requirejs@$REQUIREJS_VERSION" "@jupyter-widgets/html-manager@
 for tgz in *.tgz; do mkdir -p "${tgz%.tgz}" && tar xzf "$tgz" -C "${tgz%.tgz}"; done
 
 rm -rf "$dest" && mkdir -p "$dest/ipywidgets" "$dest/mathjax/output/chtml/fonts" "$dest/mathjax/input/tex" \
-    "$dest/onnxruntime-web" "$dest/axe-core"
+    "$dest/onnxruntime-web"
 cp "requirejs-$REQUIREJS_VERSION/package/require.js" "$dest/require.js"
 cp "jupyter-widgets-html-manager-$HTML_MANAGER_VERSION/package/dist/embed-amd.js" "$dest/ipywidgets/"
 # its icon fonts (Font Awesome), found through book/_static/ipywidgets-setup.js; modern browsers need no more
@@ -42,14 +42,18 @@ cp "$mj/LICENSE" "$dest/mathjax/LICENSE"
 # the ES-module API, its WebAssembly glue and the single WebAssembly binary they load (env.wasm.wasmPaths)
 ort="onnxruntime-web-$ONNXRUNTIME_WEB_VERSION/package/dist"
 cp "$ort/ort.wasm.min.mjs" "$ort/ort-wasm-simd-threaded.mjs" "$ort/ort-wasm-simd-threaded.wasm" "$dest/onnxruntime-web/"
-cp "axe-core-$AXE_CORE_VERSION/package/axe.min.js" "axe-core-$AXE_CORE_VERSION/package/LICENSE" "$dest/axe-core/"
+axe="$root/tests/vendor/axe-core"
+rm -rf "$axe" && mkdir -p "$axe"
+cp "axe-core-$AXE_CORE_VERSION/package/axe.min.js" "axe-core-$AXE_CORE_VERSION/package/LICENSE" "$axe/"
+echo "axe-core@$AXE_CORE_VERSION (MPL-2.0): axe.min.js, injected by the browser tests only (tests/site_checks.py)" \
+    > "$axe/VERSION.txt"
+(cd "$axe" && sha256sum axe.min.js LICENSE > SHA256SUMS)
 
 cat > "$dest/VERSIONS.txt" <<TXT
 requirejs@$REQUIREJS_VERSION (MIT) -> require.js
 @jupyter-widgets/html-manager@$HTML_MANAGER_VERSION (BSD-3-Clause) -> ipywidgets/embed-amd.js and its Font Awesome fonts (SIL OFL 1.1)
 mathjax@$MATHJAX_VERSION (Apache-2.0) -> mathjax/ (es5/tex-mml-chtml.js, CHTML woff-v2 fonts, TeX extensions)
 onnxruntime-web@$ONNXRUNTIME_WEB_VERSION (MIT) -> onnxruntime-web/ (dist/ort.wasm.min.mjs, ort-wasm-simd-threaded.mjs and .wasm)
-axe-core@$AXE_CORE_VERSION (MPL-2.0) -> axe-core/ (axe.min.js, for tests/test_browser.py only; not loaded by any page)
 Refresh with: bash scripts/vendor_js.sh
 TXT
 (cd "$dest" && find . -type f | sort | xargs sha256sum > "$work/SHA256SUMS" && mv "$work/SHA256SUMS" .)

@@ -40,7 +40,7 @@ CHROMIUM_FLAGS = [
 ]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 DRAWN_TIMEOUT_MS = 30_000
-AXE = ROOT / "book" / "_static" / "vendor" / "axe-core" / "axe.min.js"  # injected by the tests only
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # injected by the tests only, never published
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 DESKTOP = {"viewport": {"width": 1280, "height": 900}, "service_workers": "block"}
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "service_workers": "block"}

@@ -1,4 +1,4 @@
-"""Accessibility of the built site: axe-core (vendored from npm, book/_static/vendor/axe-core, injected by the test
+"""Accessibility of the built site: axe-core (vendored from npm, tests/vendor/axe-core, injected by the test
 only) reports no WCAG 2.0/2.1 A or AA violation on any page on a desktop in the light theme (run in the desktop
 sweep's one visit of each page, every figure drawn), on the Chinese site's translated pages, and on a dark touch
 phone for a sample of pages that holds every kind of control (site_checks.dark_sample). Each failure lists the

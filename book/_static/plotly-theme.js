@@ -149,7 +149,15 @@
           return named ? parseEntry(b.label).every(function (p, i) { return p[1] === values[i]; })
                        : selects[0].selectedIndex === j;
         })[0];
-        if (chosen && window.Plotly) { window.Plotly[chosen.method].apply(null, [el].concat(chosen.args || [])); }
+        if (!chosen || !window.Plotly) { return; }
+        var args = chosen.args || [];
+        if (chosen.method === "update" && el.tlNarrow) {
+          // on a phone, plotly.js 3 throws inside one update that both restyles an attention grid's traces and
+          // replaces its head slider: the same change as two calls
+          window.Plotly.restyle(el, args[0] || {}).then(function () { return window.Plotly.relayout(el, args[1] || {}); });
+        } else {
+          window.Plotly[chosen.method].apply(null, [el].concat(args));
+        }
       }
       selects.forEach(function (s) { s.addEventListener("change", choose); });
       el.tlMenus = (el.tlMenus || []).concat([menu]);  // their titles are wrapped on a phone like the others

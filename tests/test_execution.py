@@ -75,3 +75,84 @@ def test_widget_state_is_dropped_only_when_no_shown_output_holds_a_widget():
     removed, shown = notebook(["remove-output"]), notebook([])
     assert module.drop_unused_widget_state(removed) and "widgets" not in removed.metadata
     assert not module.drop_unused_widget_state(shown) and "widgets" in shown.metadata
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Executing once per run: nbval's messages replayed into the page the build renders
+
+
+def _message(msg_type: str, **content) -> dict:
+    return {"msg_type": msg_type, "content": content, "header": {"msg_type": msg_type}, "parent_header": {}}
+
+
+def test_replay_makes_the_outputs_nbclient_makes() -> None:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# a page"),
+            nbformat.v4.new_code_cell("print('a'); print('b')"),
+            nbformat.v4.new_code_cell("from IPython.display import clear_output\nprint('old'); clear_output(); 1 + 1"),
+            nbformat.v4.new_code_cell("f();  # a value kept quiet"),
+        ]
+    )
+    idle = _message("status", execution_state="idle")
+    messages = {
+        1: [_message("stream", name="stdout", text="a\n"), _message("stream", name="stdout", text="b\n"), idle],
+        2: [
+            _message("stream", name="stdout", text="old\n"),
+            _message("clear_output", wait=False),
+            _message("execute_result", data={"text/plain": "2"}, metadata={}, execution_count=1),
+            idle,
+        ],
+        3: [_message("execute_result", data={"text/plain": "'shown'"}, metadata={}, execution_count=1), idle],
+    }
+    info = {"name": "python", "pygments_lexer": "ipython3"}
+    execution.replay(notebook, messages, info)
+    first, second, third = notebook.cells[1:]
+    assert [o.text for o in first.outputs] == ["a\n", "b\n"]  # one output a message, as nbclient keeps them
+    assert [o.output_type for o in second.outputs] == ["execute_result"] and second.outputs[0].execution_count == 2
+    assert third.outputs == []  # IPython hides the value of a cell ending with ";"
+    assert [c.execution_count for c in notebook.cells[1:]] == [1, 2, 3]
+    assert notebook.metadata["language_info"] == info
+
+
+def test_a_fingerprint_changes_with_the_page_and_with_the_library(tmp_path: Path) -> None:
+    page, library = tmp_path / "page.ipynb", tmp_path / "lib"
+    library.mkdir()
+    page.write_text("{}")
+    (library / "a.py").write_text("x = 1\n")
+    before = execution.fingerprint(page, library)
+    assert execution.fingerprint(page, library) == before
+    (library / "a.py").write_text("x = 2\n")
+    assert execution.fingerprint(page, library) != before
+    (library / "a.py").write_text("x = 1\n")
+    page.write_text('{"cells": []}')
+    assert execution.fingerprint(page, library) != before
+
+
+def test_the_build_reuses_a_page_only_as_the_test_ran_it_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import execute_notebooks
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
+    monkeypatch.setattr(execute_notebooks, "EXECUTED", tmp_path / "_build" / ".executed")
+    source = tmp_path / "book" / "page.ipynb"
+    source.parent.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), source)
+    assert execute_notebooks.executed_by_the_test(source) is None  # the test did not run it
+    ran = nbformat.read(source, as_version=4)
+    ran.metadata["tl_executed"] = {"fingerprint": execution.fingerprint(source)}
+    copy = tmp_path / "_build" / ".executed" / "book" / "page.ipynb"
+    copy.parent.mkdir(parents=True)
+    nbformat.write(ran, copy)
+    reused = execute_notebooks.executed_by_the_test(source)
+    assert reused is not None and "tl_executed" not in reused.metadata
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("2")]), source)  # the page changed
+    assert execute_notebooks.executed_by_the_test(source) is None

@@ -26,7 +26,22 @@ start=$(date +%s)
 # Jupyter Book would run the notebooks one after another; scripts/execute_notebooks.py runs them two at a time into
 # the same cache, exactly as the build would (same reader, folder and per-cell timeout), and the build reuses them.
 .venv/bin/python scripts/execute_notebooks.py --jobs "${BUILD_JOBS:-2}" --timeout 600
-.venv/bin/jupyter-book build . --builder html -W --keep-going "${extra[@]}"
-# The Chinese site from the same notebooks and outputs, with the catalogs in locale/ (scripts/i18n.py), also -W.
-.venv/bin/python scripts/i18n.py build
+# The English site and the Chinese one (the same executed pages, the catalogs in locale/: scripts/i18n.py), both -W,
+# at the same time: each Sphinx uses one core, and they share nothing but the cache they read. Each log is printed
+# when both are done.
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+.venv/bin/jupyter-book build . --builder html -W --keep-going "${extra[@]}" >"$logs/en.log" 2>&1 &
+english=$!
+.venv/bin/python scripts/i18n.py build >"$logs/zh.log" 2>&1 &
+chinese=$!
+en_status=0; wait "$english" || en_status=$?
+zh_status=0; wait "$chinese" || zh_status=$?
+cat "$logs/en.log"; echo; cat "$logs/zh.log"
+if [ "$en_status" -ne 0 ] || [ "$zh_status" -ne 0 ]; then
+    echo "build_book: FAILED (English: exit $en_status, Chinese: exit $zh_status)" >&2
+    exit 1
+fi
+# one copy of what both languages' _static hold alike (the Chinese pages link to the English site's)
+.venv/bin/python scripts/i18n.py share-static
 echo "build_book: built _build/html (English) and _build/html/zh (中文) in $(( $(date +%s) - start )) s; open _build/html/index.html"

@@ -3,6 +3,7 @@
     .venv/bin/python scripts/i18n.py update   # messages -> _build/gettext/*.pot -> locale/zh_CN/LC_MESSAGES/*.po
     .venv/bin/python scripts/i18n.py build    # the Chinese site, from the same notebooks, into _build/html/zh
     .venv/bin/python scripts/i18n.py labels [book/04_attention ...]  # figure labels the label catalog lacks
+    .venv/bin/python scripts/i18n.py share-static  # after both builds: the Chinese pages use the English _static
 
 Both reuse the executed notebooks of the English build (``_build/.jupyter_cache``), so nothing runs twice; each has
 its own doctree folder, because Sphinx cannot share one between builders or languages. ``update`` changes the
@@ -119,15 +120,57 @@ def missing_labels(pages: list[str]) -> dict[str, list[str]]:
     return found
 
 
+def share_static(site: Path = BUILD / "html") -> tuple[int, int]:
+    """Let the Chinese pages load the English site's copy of every ``_static`` entry that is the same in both
+    languages (plotly.js, MathJax, onnxruntime-web, the theme's scripts and styles: 30 MB), so that the site carries
+    them once. An entry (a top-level file or folder of ``_static``) goes only when every file in it is identical, so
+    that the files in it that refer to each other stay together; the Chinese pages' links to it gain one ``../``.
+    Returns (entries shared, bytes saved)."""
+    import filecmp
+    import shutil
+
+    english, chinese = site / "_static", site / "zh" / "_static"
+
+    def same(a: Path, b: Path) -> bool:
+        if a.is_file() and b.is_file():
+            return filecmp.cmp(a, b, shallow=False)
+        if not (a.is_dir() and b.is_dir()):
+            return False
+        names_a = sorted(x.name for x in a.iterdir())
+        return names_a == sorted(x.name for x in b.iterdir()) and all(same(a / n, b / n) for n in names_a)
+
+    shared = [e.name for e in sorted(chinese.iterdir()) if (english / e.name).exists() and same(e, english / e.name)]
+    if not shared:
+        return 0, 0
+    files = [f for name in shared for f in [chinese / name, *(chinese / name).rglob("*")] if f.is_file()]
+    saved = sum(f.stat().st_size for f in files)
+    link = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/(' + "|".join(re.escape(n) for n in shared) + r')([/"?#])')
+    for page in (site / "zh").rglob("*.html"):
+        if page.is_relative_to(chinese):
+            continue
+        text = page.read_text(encoding="utf-8")
+        moved = link.sub(lambda m: f"{m[1]}{m[2]}../_static/{m[3]}{m[4]}", text)
+        if moved != text:
+            page.write_text(moved, encoding="utf-8")
+    for name in shared:
+        entry = chinese / name
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    return len(shared), saved
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["update", "build", "labels"])
+    parser.add_argument("command", choices=["update", "build", "labels", "share-static"])
     parser.add_argument("pages", nargs="*", help="labels only: the pages to look at (default: all)")
     args = parser.parse_args(argv)
     if args.command == "labels":
         for page, labels in missing_labels(args.pages).items():
             print(f"{page}:")
             print("".join(f"  {label!r}\n" for label in labels), end="")
+        return 0
+    if args.command == "share-static":
+        entries, saved = share_static()
+        print(f"i18n: the Chinese pages share {entries} entries of the English _static ({saved / 2**20:.0f} MB once)")
         return 0
     return update() if args.command == "update" else build()
 

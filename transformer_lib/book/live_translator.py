@@ -284,7 +284,7 @@ def page_html(static: str = "../_static", element_id: str = "live-translator") -
 
     It holds a placeholder and a small loader; ``translator.js`` (and, at the first translation, the runtime
     and the model) come from the site's shared ``_static`` folder, found from the page's own ``plotly.min.js``
-    or ``documentation_options.js`` script, else from ``static``. In Jupyter, where that folder is not served,
+    (else ``documentation_options.js``) script, else from ``static``. In Jupyter, where that folder is not served,
     the placeholder's text stays and says so.
     """
     eid = html.escape(element_id, quote=True)
@@ -295,9 +295,11 @@ kernel: open this chapter there to translate your own sentences.</em></p>
 </div>
 <script type="module">
 const el = document.getElementById({json.dumps(element_id)});
-// the site's _static folder, relative to this page: taken from a script the page already loads
-const known = [...document.scripts].map(s => s.getAttribute("src") || "")
-  .find(src => /(^|\\/)_static\\/(plotly\\.min|documentation_options)\\.js/.test(src));
+// the site's _static folder, relative to this page: taken from a script the page already loads, plotly.js first
+// (the Chinese pages load it, and the translator, from the English site's _static: scripts/i18n.py share-static)
+const sources = [...document.scripts].map(s => s.getAttribute("src") || "");
+const known = sources.find(src => /(^|\\/)_static\\/plotly\\.min\\.js/.test(src))
+  || sources.find(src => /(^|\\/)_static\\/documentation_options\\.js/.test(src));
 const root = known ? known.replace(/\\/(plotly\\.min|documentation_options)\\.js.*$/, "") : {fallback};
 const base = new URL(root + "/", document.baseURI).href;
 import(base + "translator/translator.js")

@@ -73,12 +73,30 @@ def site_url() -> Iterator[str]:
     server.shutdown()
 
 
+_SWEPT_PAGES = pytest.StashKey[set]()  # the pages the selected tests ask about, when a run selects some (-k 05_masks)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """When only tests about some pages are selected, the sweeps visit those pages alone; a selected test about
+    every page (a scan, a phone check) makes them visit all."""
+    pages: set[str] = set()
+    for item in session.items:
+        if "sweeps" not in getattr(item, "fixturenames", ()):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        named = [v for k, v in params.items() if k in ("name", "page") and isinstance(v, str)]
+        if not named:
+            return  # a test over every page: sweep them all
+        pages.update(named + [f"zh/{v}.html" for v in named])
+    session.config.stash[_SWEPT_PAGES] = pages
+
+
 @pytest.fixture(scope="session")
-def sweeps(browser, site_url: str):
+def sweeps(browser, site_url: str, pytestconfig: pytest.Config):
     """Every page visited once per language and view, every check run in that visit (tests/site_checks.py)."""
     from site_checks import Sweeps
 
-    return Sweeps(browser, site_url)
+    return Sweeps(browser, site_url, only=pytestconfig.stash.get(_SWEPT_PAGES, None))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -417,14 +417,16 @@ def dark_sample(pages: list[str]) -> list[str]:
 class Sweeps:
     """The site swept once per language and view, on demand: ``desktop("en")``, ``phone("zh")``, ``dark_axe()``."""
 
-    def __init__(self, browser, site_url: str) -> None:
-        self.browser, self.site_url = browser, site_url
+    def __init__(self, browser, site_url: str, only: set[str] | None = None) -> None:
+        self.browser, self.site_url, self.only = browser, site_url, only
         self._done: dict[str, dict[str, dict]] = {}
 
     def _pages(self, lang: str) -> list[str]:
+        """The pages of that language, or those of them that the selected tests ask about (conftest.py)."""
         from site_browser import content_pages, zh_checked
 
-        return content_pages() if lang == "en" else [p for p in zh_checked() if p != "zh/index.html"]
+        pages = content_pages() if lang == "en" else [p for p in zh_checked() if p != "zh/index.html"]
+        return [p for p in pages if self.only is None or p in self.only]
 
     def _sweep(self, key: str, pages: list[str], options: dict, checks: list, settle_ms: int = 300) -> dict:
         from site_browser import sweep
@@ -451,7 +453,7 @@ class Sweeps:
 
     def dark_axe(self) -> dict[str, dict]:
         """axe on a dark touch phone, on :func:`dark_sample` of the English pages."""
-        from site_browser import PHONE
+        from site_browser import PHONE, content_pages
 
-        pages = dark_sample(self._pages("en"))
+        pages = [p for p in dark_sample(content_pages()) if self.only is None or p in self.only]
         return self._sweep("phone-dark-axe", pages, {**PHONE, "color_scheme": "dark"}, [axe], settle_ms=500)

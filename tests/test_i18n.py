@@ -211,6 +211,18 @@ _KEPT_WORDS = {
     "transformer",
     "post",
     "pre",
+    # the code and math that the diagrams' hover text quotes (issue 37: the hovers are translated too)
+    "inf",
+    "d_head",
+    "d_v",
+    "q_i",
+    "k_i",
+    "v_i",
+    "o_proj",
+    "weight",
+    "view",
+    "transpose",
+    "dropout",
 }
 
 

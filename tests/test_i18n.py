@@ -17,7 +17,8 @@ from transformer_lib.book.labels import LABELS, translate, translate_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
-CATALOGS = sorted(LOCALE.rglob("*.po"))
+# one catalog per page (under book/); sphinx.po and booktheme.po beside them: the theme's words
+CATALOGS = sorted(p for p in LOCALE.rglob("*.po") if p.parent != LOCALE)
 
 
 def _catalog(page: str):
@@ -211,6 +212,18 @@ _KEPT_WORDS = {
     "transformer",
     "post",
     "pre",
+    # the code and math that the diagrams' hover text quotes (issue 37: the hovers are translated too)
+    "inf",
+    "d_head",
+    "d_v",
+    "q_i",
+    "k_i",
+    "v_i",
+    "o_proj",
+    "weight",
+    "view",
+    "transpose",
+    "dropout",
 }
 
 

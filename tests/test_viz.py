@@ -283,7 +283,7 @@ def test_a_figure_says_what_it_shows_in_chinese_on_the_chinese_site():
     assert site.alt_text(curves.to_plotly_json(), "zh") == "训练曲线：训练，共 2 步。train_loss 从 1.5 到 3。"
     drawn = diagrams.transformer_diagram(tl.TransformerConfig()).to_plotly_json()
     alt = site.alt_text(drawn, "zh")
-    assert alt.startswith("示意图：") and "掩码自注意力" in alt and "N = 6 ×" in alt, alt
+    assert alt.startswith("示意图：") and "掩蔽自注意力" in alt and "N = 6 ×" in alt, alt
     assert not re.search(r"Diagram|Parts|masked|self-attention", alt), alt
     with pytest.raises(ValueError, match="kind"):
         site.alt_text({"layout": {"meta": {"alt_facts": {"kind": "pie"}}}})

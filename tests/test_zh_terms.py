@@ -99,3 +99,14 @@ def test_a_planted_variant_fails(msgid: str, planted: str) -> None:
     # the same Chinese quoted by its English (appendix D lists the notes' terms) is allowed
     quoted = re.sub(r"[^\u4e00-\u9fff]+", " ", planted).split()
     assert not variant_problems(msgid + " (" + " ".join(quoted) + ")", planted)
+
+
+def test_the_figures_label_catalog_uses_no_variant():
+    """The figures' words (transformer_lib/book/labels.py) say a term as the catalogs do."""
+    from transformer_lib.book.labels import LABELS, PATTERNS
+
+    pairs = [*LABELS["zh"].items(), *((p.pattern, template) for p, template in PATTERNS["zh"])]
+    problems = [
+        f"{english!r}: {problem}" for english, chinese in pairs for problem in variant_problems(english, chinese)
+    ]
+    assert not problems, problems

@@ -339,7 +339,7 @@ def _embedding_labels(embed: InputEmbedding) -> tuple[str, str, str]:
     return (
         f"embedding\n{vocab} × {width}{scale}",
         f"+ positional encoding\n({kind})",
-        f"embedding {vocab} × {width}{scale}, + {kind} positional encoding",
+        f"embedding {vocab} × {width}{scale}<br>+ {kind} positional encoding",  # lines: the label catalog's entries
     )
 
 
@@ -539,7 +539,9 @@ def transformer_diagram(
     )
     if compact:
         boxes = [
-            replace(b, label=b.label.split("\n")[0], hover=b.hover or b.label.replace("\n", " ")) if not b.frame else b
+            replace(b, label=b.label.split("\n")[0], hover=b.hover or b.label.replace("\n", "<br>"))
+            if not b.frame
+            else b
             for b in boxes
         ]
     if parts is not None:

@@ -249,9 +249,44 @@ def setup(app: Any) -> dict[str, Any]:
 
     app.connect("config-inited", _search_dictionary)
     app.connect("builder-inited", add_files)
+    app.connect("builder-inited", _theme_catalog)
     app.connect("html-page-context", page_context)
     app.add_transform(_toctree_captions_transform())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+THEME_CATALOG = "booktheme"  # sphinx-book-theme's message catalog (its "Print to PDF", "Launch on", ...)
+
+
+def _theme_catalog(app: Any) -> None:
+    """Put the project's ``locale/<language>/LC_MESSAGES/booktheme.po`` before sphinx-book-theme's own catalog.
+
+    The theme registers its catalog when it is set up, and Sphinx gives the first catalog registered for a name
+    precedence: the theme's zh_CN says 列印成 PDF (Taiwan's usage) and lacks "Launch on". The project's catalog is
+    compiled to ``booktheme.mo`` beside it (ignored by git, as Sphinx's own ``sphinx.mo``; the "sphinx" catalog,
+    for Sphinx's and pydata-sphinx-theme's words, needs nothing: Sphinx reads ``locale_dirs`` first)."""
+    from pathlib import Path
+
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+    from sphinx import locale
+
+    language = app.config.language
+    if not language or language == "en":
+        return
+    for folder in app.config.locale_dirs:
+        po = Path(app.srcdir, folder, language, "LC_MESSAGES", f"{THEME_CATALOG}.po")
+        if not po.exists():
+            continue
+        mo = po.with_suffix(".mo")
+        if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
+            with open(po, "rb") as source, open(mo, "wb") as target:
+                write_mo(target, read_po(source, locale=language))
+        theirs = locale.translators.pop(("general", THEME_CATALOG), None)
+        locale.init([str(po.parents[2])], language, THEME_CATALOG)
+        if theirs is not None:
+            locale.translators[("general", THEME_CATALOG)].add_fallback(theirs)
+        return
 
 
 def _search_dictionary(app: Any, config: Any) -> None:

@@ -19,19 +19,28 @@ import copy
 import re
 from typing import Any
 
-__all__ = ["LABELS", "PATTERNS", "translate", "translate_figure", "figure_texts", "alt_sentence", "alt_meta"]
+__all__ = [
+    "LABELS",
+    "PATTERNS",
+    "translate",
+    "translate_hover",
+    "translate_figure",
+    "figure_texts",
+    "alt_sentence",
+    "alt_meta",
+]
 
 # English label -> Chinese label (whole strings, as the drawing functions write them)
 LABELS: dict[str, dict[str, str]] = {
     "zh": {
-        "Add & Norm": "相加 & 归一化",
+        "Add & Norm": "相加 & 规范化",
         "embedding": "嵌入",
         "+ positional encoding": "+ 位置编码",
         "positional encoding": "位置编码",
         "feed-forward": "前馈层",
         "feed forward": "前馈层",
         "self-attention": "自注意力",
-        "masked self-attention": "掩码自注意力",
+        "masked self-attention": "掩蔽自注意力",
         "cross-attention": "交叉注意力",
         "attention": "注意力",
         "source token IDs": "源词元索引",
@@ -99,7 +108,7 @@ LABELS: dict[str, dict[str, str]] = {
         "qkv_proj: one Linear": "qkv_proj：一个 Linear",
         "to the next layer": "到下一层",
         # the chapters' and appendices' figures (their titles, axes, legends and controls)
-        "The Transformer (base model):": "Transformer（base 模型）：",
+        "The Transformer (base model):": "Transformer（基础模型）：",
         "encoder (left), decoder (right)": "编码器（左），解码器（右）",
         "Encoder-only: padding mask": "纯编码器：填充掩码",
         "Decoder-only: causal mask": "纯解码器：因果掩码",
@@ -123,7 +132,7 @@ LABELS: dict[str, dict[str, str]] = {
         "vocabulary size": "词表大小",
         "tokens per sentence (corpus average)": "每句的词元数（语料库平均）",
         "character tokenizer": "字符分词器",
-        "word tokenizer": "词分词器",
+        "word tokenizer": "词级分词器",
         "padding mask: 1 = real token": "填充掩码：1 = 真实词元",
         "Frenchy embeddings after training (2-D projection)": "训练后的 Frenchy 嵌入（2-D 投影）",
         "Frenchy embeddings before training (2-D projection)": "训练前的 Frenchy 嵌入（2-D 投影）",
@@ -144,7 +153,7 @@ LABELS: dict[str, dict[str, str]] = {
         "Training loss on reversal": "反转任务上的训练损失",
         "sinusoidal": "正弦",
         "learned": "学习得到的",
-        "normalised dot product": "归一化的点积",
+        "normalised dot product": "规范化的点积",
         "Chapter 4: attention": "第 4 章：注意力",
         "matmul": "矩阵乘法",
         "out": "输出",
@@ -152,13 +161,13 @@ LABELS: dict[str, dict[str, str]] = {
         "variance": "方差",
         "log2 d_k:": "log2 d_k：",
         "head": "头",
-        "Chapter 5: the masked attention": "第 5 章：掩码注意力",
+        "Chapter 5: the masked attention": "第 5 章：掩蔽注意力",
         "Training loss on the copy task": "复制任务上的训练损失",
         "with causal mask": "有因果掩码",
         "without (peeking)": "无因果掩码（偷看）",
         "lowest honest loss": "诚实模型的最低损失",
         "Chapter 6: multi-head attention": "第 6 章：多头注意力",
-        "Chapter 6b: the rest of the encoder block": "第 6b 章：编码器块的其余部分",
+        "Chapter 6b: the rest of the encoder block": "第 6b 章：编码器层的其余部分",
         "Chapter 6c: the whole model": "第 6c 章：整个模型",
         "Gradient norm of each layer's W₂ at initialisation (12 layers)": "初始化时各层 W₂ 的梯度范数（12 层）",
         "both": "两者",
@@ -245,6 +254,49 @@ LABELS: dict[str, dict[str, str]] = {
         "B·H·n²·4 bytes": "B·H·n²·4 字节",
         "Greedy decoding: time per generated token": "贪心搜索：每生成一个词元的时间",
         "ms per token": "每个词元的毫秒数",
+        "(learned)": "（学习得到）",
+        "final LayerNorm": "最终的 LayerNorm",
+        "source token (key, value)": "源词元（键、值）",
+        "dimension i": "维度 i",
+        "position pos": "位置 pos",
+        "Positional encoding": "位置编码",
+        # hover text: the heatmaps' row and column names (viz.heatmap's hover_names) and their lines
+        "row": "行",
+        "column": "列",
+        "target": "目标",
+        "source": "源",
+        "pos %{y}, dim %{x}: %{z:.2f}": "位置 %{y}，维度 %{x}：%{z:.2f}",
+        "position %{y}, dim %{x}: %{z:.2f}": "位置 %{y}，维度 %{x}：%{z:.2f}",
+        "%{customdata} merges": "%{customdata} 次合并",
+        "vocabulary %{x}": "词表大小 %{x}",
+        "%{y} tokens per sentence": "每句 %{y} 个词元",
+        # hover text: the architecture diagram's boxes (diagrams.py)
+        "+ sinusoidal positional encoding": "+ 正弦位置编码",
+        "+ learned positional encoding": "+ 学习得到的位置编码",
+        "add: x + sub-layer": "相加：x + 子层",
+        "pre-LN: the sub-layer reads LayerNorm(x)": "pre-LN：子层读入 LayerNorm(x)",
+        "pre-LN: x + Dropout(sub-layer(LayerNorm(x)))": "pre-LN：x + Dropout(子层(LayerNorm(x)))",
+        "post-LN (paper): LayerNorm(x + Dropout(sub-layer(x)))": "post-LN（论文）：LayerNorm(x + Dropout(子层(x)))",
+        "after the last layer: a pre-LN stack leaves its output un-normalised": (
+            "最后一层之后：pre-LN 的层堆叠输出尚未规范化，在此补上"
+        ),
+        # hover text: the attention diagrams (attention_diagrams.py, flow_diagrams.py)
+        "one head's queries: T positions × d_k": "单个头的查询：T 个位置 × d_k",
+        "one head's keys: S positions × d_k": "单个头的键：S 个位置 × d_k",
+        "one head's values: S positions × d_v": "单个头的值：S 个位置 × d_v",
+        "(T, S) scores: one dot product per (query, key) pair": "(T, S) 的分数：每个（查询，键）对一个点积",
+        "blocked (query, key) pairs get -inf, so exactly zero weight": (
+            "被掩蔽的（查询，键）对得到 -inf，权重因而恰好为零"
+        ),
+        "(T, S) weights: row i is query i's distribution over the S keys": (
+            "(T, S) 的权重：第 i 行是查询 i 在 S 个键上的分布"
+        ),
+        "each query's output: a weighted average of the value rows": "每个查询的输出：值矩阵各行的加权平均",
+        "the heads' outputs side by side: (B, T, h·d_k)": "各头的输出并排拼接：(B, T, h·d_k)",
+        "row i: how target position i spreads its attention over the S source positions": (
+            "第 i 行：目标位置 i 如何把注意力分配到 S 个源位置上"
+        ),
+        "the residual stream entering the layer": "进入该层的残差流",
     }
 }
 
@@ -284,15 +336,15 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^combined mask: (.*)$"), r"组合掩码：\1"),
         (
             re.compile(r"^head (\d+), padding mask: largest weight on a blocked key (\S+), row sums (.*)$"),
-            r"头 \1，填充掩码：被屏蔽的键上的最大权重 \2，各行之和 \3",
+            r"头 \1，填充掩码：被掩蔽的键上的最大权重 \2，各行之和 \3",
         ),
         (
             re.compile(r"^head (\d+), causal mask: largest weight on a blocked key (\S+), row sums (.*)$"),
-            r"头 \1，因果掩码：被屏蔽的键上的最大权重 \2，各行之和 \3",
+            r"头 \1，因果掩码：被掩蔽的键上的最大权重 \2，各行之和 \3",
         ),
         (
             re.compile(r"^head (\d+), combined mask: largest weight on a blocked key (\S+), row sums (.*)$"),
-            r"头 \1，组合掩码：被屏蔽的键上的最大权重 \2，各行之和 \3",
+            r"头 \1，组合掩码：被掩蔽的键上的最大权重 \2，各行之和 \3",
         ),
         (re.compile(r"^Encoder self-attention: layer (\d+), head (\d+)$"), r"编码器自注意力：第 \1 层，第 \2 个头"),
         (re.compile(r"^layer (\d+), head (\d+): (.*)$"), r"第 \1 层，第 \2 个头：\3"),
@@ -322,6 +374,37 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
             r"“\1”的目标分布（显示 \3 个词元中的 \2 个；其余每个词元得到 ε / V）",
         ),
         (re.compile(r"^ε = (\S+)$"), r"ε = \1"),
+        (re.compile(r"^Sine dimensions of PE, d_model=(\d+)$"), r"PE 的正弦维度，d_model=\1"),
+        (re.compile(r"^softmax of (\d+) scores, d_k = (\d+)$"), r"\1 个分数的 softmax，d_k = \2"),
+        (re.compile(r"^Reversal, one head with d_k = (\d+)$"), r"反转任务，单个头，d_k = \1"),
+        # the diagrams' hover text
+        (re.compile(r"^encoder stack × N = (\d+) identical layers$"), r"编码器：N = \1 个相同的层堆叠而成"),
+        (re.compile(r"^decoder stack × N = (\d+) identical layers$"), r"解码器：N = \1 个相同的层堆叠而成"),
+        (re.compile(r"^embedding (\d+ × \d+.*)$"), r"嵌入 \1"),
+        (
+            re.compile(r"^d_k = (\d+) read from the module \(d_head\); keeps the scores' variance near 1, (§[\d.]+)$"),
+            r"d_k = \1，从模块读出（d_head）；使分数的方差保持在 1 附近，\2",
+        ),
+        (re.compile(r"^rows (\d+:\d+) of the fused qkv_proj weight (\(.*\))$"), r"融合的 qkv_proj 权重 \2 的第 \1 行"),
+        (re.compile(r"^rows (\d+:\d+) of the weight \((W<sup>\w</sup>)\)$"), r"权重的第 \1 行（\2）"),
+        (
+            re.compile(
+                r"^each of Q, K, V: (\(B, T, \d+\)) viewed as (\(B, \d+, T, \d+\)); "
+                r"head i takes dimensions (i·\d+) to (\(i\+1\)·\d+) − 1$"
+            ),
+            r"Q、K、V 各自：\1 看作 \2；头 i 取第 \3 到 \4 − 1 维",
+        ),
+        (re.compile(r"^head (\S+) · d_k = (\d+): (.*)$"), r"头 \1 · d_k = \2：\3"),
+        (re.compile(r"^head (\S+) · d_k = (\d+)$"), r"头 \1 · d_k = \2"),
+        (re.compile(r"^o_proj, weight (\(.*\))$"), r"o_proj，权重 \1"),
+        (
+            re.compile(r"^x @ weight\.T: (.*) → (.*), one product for all three$"),
+            r"x @ weight.T：\1 → \2，一次乘法得到全部三个",
+        ),
+        (
+            re.compile(r"^view \(B, T, H, D\), transpose → \(B, H, T, D\): (\d+) heads of (\d+)$"),
+            r"view 为 (B, T, H, D)，transpose → (B, H, T, D)：\1 个头，每个 \2 维",
+        ),
         (
             re.compile(r"^One choice changed at a time \((\d+) seeds: mean and range\)$"),
             r"每次只改变一个选择（\1 个随机种子：均值与范围）",
@@ -343,7 +426,6 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^(\d+) heads<br>(.*)$"), r"\1 个头<br>\2"),
         (re.compile(r"^linear (\d+) → (\d+)$"), r"线性层 \1 → \2"),
         (re.compile(r"^unscaled: max ([\d.]+), entropy ([\d.]+)$"), r"未缩放：最大值 \1，熵 \2"),
-        (re.compile(r"^(.*) · ␣ = ▁, a space before the word$"), r"\1 · ␣ = ▁，词前的空格"),
         (re.compile(r"^(\d+) heads$"), r"\1 个头"),
         (re.compile(r"^(\d+) heads of d_k = (\d+)$"), r"\1 个头，d_k = \2"),
         (re.compile(r"^(\d+) heads, K, V from encoder$"), r"\1 个头，K、V 来自编码器"),
@@ -355,8 +437,8 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^MatMul with V → (.*)$"), r"与 V 做矩阵乘法 → \1"),
         (re.compile(r"^Multi-head attention, h = (\d+)$"), r"多头注意力，h = \1"),
         (re.compile(r"^One head, d_k = (\d+)$"), r"单个头，d_k = \1"),
-        (re.compile(r"^Post-LN: (.*)$"), r"Post-LN（后置归一化）：\1"),
-        (re.compile(r"^Pre-LN: (.*)$"), r"Pre-LN（前置归一化）：\1"),
+        (re.compile(r"^Post-LN: (.*)$"), r"Post-LN（后置规范化）：\1"),
+        (re.compile(r"^Pre-LN: (.*)$"), r"Pre-LN（前置规范化）：\1"),
         (re.compile(r"^Q, K, V: (\d+) heads of (\d+)$"), r"Q、K、V：\1 个头，每个 \2 维"),
         (re.compile(r"^Scale: (.*)$"), r"缩放：\1"),
         (re.compile(r"^The notes' flowchart \((\d+)\)$"), r"笔记中的流程图（\1）"),
@@ -378,7 +460,13 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
 }
 
 # Where a plotly figure keeps words a reader sees (the keys whose string values are labels)
-_TEXT_KEYS = ("text", "name", "label", "prefix", "title")  # not under meta: the text alternative, see alt_sentence
+_TEXT_KEYS = ("text", "name", "label", "prefix", "title", "hovertext")  # not under meta: see alt_sentence
+# A space-legend that the token figures append to an axis title (viz._with_space_legend)
+_SPACE_LEGEND = " · ␣ = ▁, a space before the word"
+_SPACE_LEGEND_ZH = " · ␣ = ▁，词前的空格"
+# A hover template's pieces: a plotly placeholder (%{z:.3f}) or a tag (<br>, <extra>) stays as it is
+_HOVER_LINE = re.compile(r"^(?P<label>[^%<>:]+?): (?P<rest>.*)$", re.S)
+_EXTRA = re.compile(r"<extra>(.*?)</extra>")
 
 
 def _is_label(key: str, value: Any) -> bool:
@@ -406,12 +494,53 @@ def translate(label: str, lang: str) -> str:
     if "<br>" in label and label.strip() not in LABELS[lang]:  # several lines: each on its own
         return "<br>".join(translate(line, lang) for line in label.split("<br>"))
     stripped = label.strip()
+    if stripped.endswith(_SPACE_LEGEND) and stripped not in LABELS[lang]:  # "key (attended to) · ␣ = ▁, a space..."
+        return label.replace(stripped, translate(stripped[: -len(_SPACE_LEGEND)], lang) + _SPACE_LEGEND_ZH)
     if stripped in LABELS[lang]:
         return label.replace(stripped, LABELS[lang][stripped])
     for pattern, template in PATTERNS[lang]:
         if pattern.match(stripped):
             return label.replace(stripped, pattern.sub(template, stripped))
     return label
+
+
+def translate_hover(template: str, lang: str) -> str:
+    """A plotly hover template in ``lang``: each line (``<br>``) as a whole label, else its ``name: %{...}`` name;
+    the trace name in ``<extra>...</extra>`` as a label; placeholders (``%{z:.3f}``) as they are.
+
+    >>> translate_hover("query: %{customdata[0]}<br>key: %{customdata[1]}<br>value: %{z:.3f}<extra></extra>", "zh")
+    '查询：%{customdata[0]}<br>键：%{customdata[1]}<br>值：%{z:.3f}<extra></extra>'
+    >>> translate_hover("%{text}<extra>noun</extra>", "zh")
+    '%{text}<extra>名词</extra>'
+    """
+    if lang == "en":
+        return template
+    template = _EXTRA.sub(lambda m: f"<extra>{translate(m.group(1), lang)}</extra>", template)
+
+    def line(text: str) -> str:
+        body, extra = (text.split("<extra>", 1) + [""])[:2]
+        extra = "<extra>" + extra if extra else ""
+        whole = translate(body, lang)
+        if whole != body:
+            return whole + extra
+        named = _HOVER_LINE.match(body)
+        if named and translate(named["label"], lang) != named["label"]:
+            return f"{translate(named['label'], lang)}：{named['rest']}{extra}"
+        return body + extra
+
+    return "<br>".join(line(part) for part in template.split("<br>"))
+
+
+def _trace(trace: Any, lang: str) -> Any:
+    """A trace with its name and hover template in ``lang`` (its data, text included, as they are)."""
+    if not isinstance(trace, dict):
+        return trace
+    out = dict(trace)
+    if isinstance(trace.get("name"), str):
+        out["name"] = translate(trace["name"], lang)
+    if isinstance(trace.get("hovertemplate"), str):
+        out["hovertemplate"] = translate_hover(trace["hovertemplate"], lang)
+    return out
 
 
 def _walk(node: Any, lang: str) -> Any:
@@ -436,9 +565,17 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
     if "layout" in figure:
         out["layout"] = _walk(figure["layout"], lang)
     if "data" in figure:
-        out["data"] = [
-            {**trace, "name": translate(trace["name"], lang)} if isinstance(trace.get("name"), str) else trace
-            for trace in figure["data"]
+        out["data"] = [_trace(trace, lang) for trace in figure["data"]]
+    if figure.get("frames"):  # an animation's frames carry their own traces and titles
+        out["frames"] = [
+            {
+                **frame,
+                **({"data": [_trace(t, lang) for t in frame["data"]]} if isinstance(frame.get("data"), list) else {}),
+                **({"layout": _walk(frame["layout"], lang)} if isinstance(frame.get("layout"), dict) else {}),
+            }
+            if isinstance(frame, dict)
+            else frame
+            for frame in figure["frames"]
         ]
     return out
 
@@ -459,7 +596,12 @@ def figure_texts(figure: dict[str, Any]) -> list[str]:
                 walk(item)
 
     walk(figure.get("layout", {}))
-    found += [t["name"] for t in figure.get("data", []) if isinstance(t.get("name"), str)]
+    traces = list(figure.get("data", []))
+    for frame in figure.get("frames") or []:
+        walk(frame.get("layout", {}))
+        traces += frame.get("data") or []
+    found += [t["name"] for t in traces if isinstance(t.get("name"), str)]
+    found += [t["hovertemplate"] for t in traces if isinstance(t.get("hovertemplate"), str)]
     return found
 
 

@@ -1,0 +1,188 @@
+"""No English word where a reader of the Chinese site looks at a figure (issue 37).
+
+Titles, axis titles, legend entries, slider and menu labels, annotations, the diagrams' hover text and the traces'
+hover templates of a figure on a Chinese page come from the label catalog (transformer_lib/book/labels.py), applied
+by ``labels.translate_figure`` when the page is built. The unit tests draw the library's figures, translate them as
+the site does and look for English words; the last test reads every figure of the built Chinese site (the
+``var fig = {...}`` that site.py writes into a page), so a chapter's own title or axis is checked too.
+
+What may stay in Latin letters: symbols and code names (d_k, qkv_proj, W<sup>Q</sup>), model and method names
+(Transformer, LSTM, BPE, SDPA), and data: a token, an example sentence quoted or given after a Chinese label's colon
+(“下一个词元的候选：the big mouse …”), a trace's text (the tokens a scatter plot writes), the tick labels of a
+token axis, and the "name=value" entries of a menu that plotly-theme.js turns into labelled dropdowns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import transformer_lib as tl
+from transformer_lib.book import attention_diagrams as ad
+from transformer_lib.book import diagrams, viz
+from transformer_lib.book import flow_diagrams as fd
+from transformer_lib.book.labels import translate_figure
+
+ZH_SITE = Path(__file__).resolve().parents[1] / "_build" / "html" / "zh"
+
+# Latin words a Chinese label keeps: math and code, and the names the glossary keeps in English
+ALLOWED = {
+    *"softmax SoftMax Softmax LayerNorm Linear MatMul Dropout relu ReLU gelu GELU Adam".split(),
+    *"Transformer RNN LSTM GRU BPE BLEU FLOPs SDPA eager sdpa KV PE LN post pre Post Pre base big".split(),
+    *"top cpu cuda ms MB MiB GiB log exp max min Var Frenchy Tensor CLS SEP bos eos pad unk sep cls".split(),
+    *"pos dim inf view transpose weight".split(),  # code: "view 为 (B, T, H, D)", "x @ weight.T"
+}
+_CODE = re.compile(r"\w*[_\d]\w*|\w+(?=\()|\b\w\b")  # d_model, qkv_proj, W2, f(x), single letters
+_QUOTED = re.compile(r"'[^']*'|“[^”]*”|\"[^\"]*\"")
+_MENU_ENTRY = re.compile(r"^[A-Za-z_][\w ]*=.*")  # "kind=lstm, seq_len=16": see plotly-theme.js
+_LABEL_KEYS = ("text", "label", "prefix", "title", "hovertext")
+
+
+def english_words(label: str) -> list[str]:
+    """The English words a label shows to a reader, beside what may stay (see the module's docstring).
+
+    >>> english_words("查询：%{customdata[0]}<br>键：%{customdata[1]}")
+    []
+    >>> english_words("query: %{customdata[0]}<br>键：%{customdata[1]}")
+    ['query']
+    >>> english_words("第 1 层，第 2 个头：our dog eats these green apples")
+    []
+    """
+    text = re.sub(r"%\{[^}]*\}|<extra>|</extra>|<sup>.*?</sup>|<sub>.*?</sub>", " ", label)
+    words: list[str] = []
+    for line in re.split(r"<br>|\n", text):
+        line = re.sub(r"<[^>]+>", " ", line)
+        line = line.split("：", 1)[0] if re.search(r"[\u4e00-\u9fff]", line.split("：", 1)[0]) else line
+        line = _CODE.sub(" ", _QUOTED.sub(" ", line))
+        words += [w for w in re.findall(r"[A-Za-z][A-Za-z']*[A-Za-z]", line) if w not in ALLOWED]
+    return words
+
+
+def figure_problems(figure: dict[str, Any]) -> list[str]:
+    """Every label of a plotly figure (its JSON) that shows an English word: where it is and what it says."""
+    problems: list[str] = []
+
+    def check(where: str, label: Any) -> None:
+        if isinstance(label, str) and not _MENU_ENTRY.match(label) and english_words(label):
+            problems.append(f"{where}: {label!r} ({', '.join(english_words(label))})")
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "meta":  # the text alternative, which the page carries as the figure's aria-label
+                    continue
+                if key.rsplit(".", 1)[-1] in _LABEL_KEYS and isinstance(value, str):
+                    check(f"{where}.{key}", value)
+                else:
+                    walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{where}[{i}]")
+
+    layout = figure.get("layout") or {}
+    walk(layout, "layout")
+    frames = figure.get("frames") or []
+    traces = [(f"data[{i}]", t) for i, t in enumerate(figure.get("data") or [])]
+    traces += [(f"frames[{f}].data[{i}]", t) for f, fr in enumerate(frames) for i, t in enumerate(fr.get("data") or [])]
+    for f, frame in enumerate(frames):
+        walk(frame.get("layout") or {}, f"frames[{f}].layout")
+    legend = layout.get("showlegend", True) is not False
+    for where, trace in traces:
+        if not isinstance(trace, dict):
+            continue
+        check(f"{where}.hovertemplate", trace.get("hovertemplate"))
+        hidden = trace.get("showlegend") is False or not legend or trace.get("hoverinfo") in ("skip", "none")
+        if not hidden:
+            check(f"{where}.name", trace.get("name"))
+    return problems
+
+
+def _zh(fig: Any) -> dict[str, Any]:
+    """A figure as the Chinese site draws it: its JSON, through the label catalog."""
+    return translate_figure(json.loads(fig.to_json()), "zh")
+
+
+def _library_figures() -> dict[str, Any]:
+    tl.seed_everything(0)
+    tokens = ["the", "cat", "sat"]
+    weights = torch.softmax(torch.randn(3, 3), dim=-1)
+    layer = tl.DecoderLayer(32, 4, 64)
+    model = tl.Transformer(tl.TransformerConfig())  # the paper's base model, as the chapters' opening diagram
+    small = tl.Transformer(
+        tl.TransformerConfig(
+            src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+            n_decoder_layers=2, norm_first=True, max_len=32, positional="learned",
+        )
+    )  # fmt: skip
+    return {
+        "architecture (compact)": diagrams.transformer_diagram(model.config, compact=True),
+        "architecture": diagrams.transformer_diagram(model.config),
+        "architecture, pre-LN": diagrams.transformer_diagram(small),
+        "attention heatmap": viz.attention_heatmap(weights, tokens, tokens, title="self-attention"),
+        "cross-attention heatmap": viz.cross_attention_heatmap(weights, tokens, tokens),
+        "heatmap": viz.heatmap(weights, list("abc"), list("xyz")),
+        "positional encoding": viz.positional_encoding_heatmap(tl.sinusoidal_encoding(16, 32)),
+        "scaled dot-product": ad.scaled_dot_product_diagram(tl.MultiHeadAttention(32, 2)),
+        "notes' flowchart": ad.notes_flowchart(tl.MultiHeadAttention(32, 2)),
+        "multi-head": ad.multi_head_diagram(tl.MultiHeadAttention(32, 4)),
+        "projection": ad.projection_diagram(tl.MultiHeadAttention(32, 4), batch=2, length=5),
+        "cross-attention diagram": ad.cross_attention_diagram(layer, tgt_len=3, src_len=7),
+        "residual, post-LN": fd.residual_diagram(tl.EncoderLayer(32, 4, 64)),
+        "residual, pre-LN": fd.residual_diagram(tl.EncoderLayer(32, 4, 64, norm_first=True)),
+    }
+
+
+def test_the_library_figures_show_no_english_on_the_chinese_site() -> None:
+    problems = [f"{name}: {p}" for name, fig in _library_figures().items() for p in figure_problems(_zh(fig))]
+    assert not problems, "English on the Chinese site (add the label to labels.LABELS or PATTERNS):\n" + "\n".join(
+        problems
+    )
+
+
+def test_an_english_hover_title_axis_or_legend_is_found() -> None:
+    """The check itself: a planted English word in each place a reader looks is reported, a Chinese one is not."""
+    fig = _zh(viz.attention_heatmap(torch.full((2, 2), 0.5), ["a", "b"], ["a", "b"], title="self-attention"))
+    assert figure_problems(fig) == []
+    planted = json.loads(json.dumps(fig))
+    planted["data"][0]["hovertemplate"] = "query: %{customdata[0]}<br>键：%{customdata[1]}"
+    planted["layout"]["title"]["text"] = "Attention weights"
+    planted["layout"]["xaxis"]["title"]["text"] = "key (attended to)"
+    planted["layout"]["annotations"] = [{"text": "自注意力", "hovertext": "source token IDs"}]
+    planted["layout"]["sliders"] = [{"steps": [{"label": "step 1", "args": [None, {"title.text": "训练 1 步"}]}]}]
+    planted["data"].append({"type": "scatter", "name": "training loss", "showlegend": True})
+    found = figure_problems(planted)
+    assert sorted(p.split(":")[0] for p in found) == [
+        "data[0].hovertemplate",
+        "data[1].name",
+        "layout.annotations[0].hovertext",
+        "layout.sliders[0].steps[0].label",
+        "layout.title.text",
+        "layout.xaxis.title.text",
+    ], found
+
+
+def _site_figures() -> list[tuple[str, dict[str, Any]]]:
+    decoder = json.JSONDecoder()
+    figures = []
+    for page in sorted(ZH_SITE.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        for n, match in enumerate(re.finditer(r"var fig = ", html)):
+            figure, _ = decoder.raw_decode(html, match.end())
+            figures.append((f"{page.relative_to(ZH_SITE)} figure {n + 1}", figure))
+    return figures
+
+
+@pytest.mark.browser
+def test_the_built_chinese_site_shows_no_english_in_its_figures() -> None:
+    """Every figure of every Chinese page, the chapters' own titles and axes included (run after the build)."""
+    if not (ZH_SITE / "index.html").exists():
+        pytest.skip(f"no built Chinese site in {ZH_SITE}: run scripts/i18n.py build first")
+    figures = _site_figures()
+    assert figures, f"no figure found in {ZH_SITE}"
+    problems = [f"{where}: {p}" for where, fig in figures for p in figure_problems(fig)]
+    assert not problems, f"{len(problems)} English labels on the Chinese site:\n" + "\n".join(problems[:60])

@@ -1,0 +1,32 @@
+"""The theme's words on the Chinese site come from the project's catalogs, in mainland usage (issue 37)."""
+
+from __future__ import annotations
+
+import os
+import types
+from pathlib import Path
+
+import sphinx_book_theme
+from sphinx import locale
+
+from transformer_lib.book.i18n import THEME_CATALOG, _theme_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_projects_booktheme_catalog_comes_before_the_themes_own() -> None:
+    theme_locales = os.path.join(sphinx_book_theme.get_html_theme_path(), "static", "locales")
+    key = ("general", THEME_CATALOG)
+    saved = locale.translators.pop(key, None)
+    try:
+        locale.init([theme_locales], "zh_CN", THEME_CATALOG)  # as the theme does when it is set up
+        words = locale.get_translation(THEME_CATALOG)
+        assert words("Print to PDF") == "列印成 PDF"  # the theme's own zh_CN: Taiwan's usage
+        config = types.SimpleNamespace(language="zh_CN", locale_dirs=["locale"])
+        _theme_catalog(types.SimpleNamespace(config=config, srcdir=str(ROOT)))
+        assert (words("Print to PDF"), words("Launch on")) == ("打印成 PDF", "启动于")
+        assert words("Download this page") == "下载此页面"  # the theme's catalog still answers what ours lacks
+    finally:
+        locale.translators.pop(key, None)
+        if saved is not None:
+            locale.translators[key] = saved

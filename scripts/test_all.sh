@@ -33,17 +33,19 @@ stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
 stage "lint" bash scripts/lint.sh
 if [ "${1:-}" = "--fast" ]; then
     stage "unit tests (fast lane)" $py -m pytest tests transformer_lib --doctest-modules \
-        -m "not slow and not browser and not jupyterlab" -n 2 --dist loadfile -p no:cacheprovider
+        -m "not slow and not browser and not jupyterlab and not executed" -n 2 --dist loadfile -p no:cacheprovider
     echo
     [ ${#failed[@]} -gt 0 ] && { echo "test_all --fast: FAILED stages: ${failed[*]}"; exit 1; }
     echo "test_all --fast: all stages passed (the full run adds the slow tests, the notebooks, the build and the browser)"
     exit 0
 fi
-stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
+stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
     -n 2 --dist loadfile -p no:cacheprovider --durations=10
 # every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build
 rm -rf _build/.executed
 stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
+# every solution states the numbers its cell printed, read from the pages the notebook stage kept
+stage "stated numbers" $py -m pytest tests -m executed -p no:cacheprovider -q
 # the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build)
 stage "build" bash scripts/build_book.sh
 # every page opened in a real JupyterLab in headless Chromium; the pages with widgets run up to their first widget

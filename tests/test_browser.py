@@ -273,6 +273,7 @@ DIAGRAM_PAGES = {
     "book/05_masks.html": 1,
     "book/06_multi_head_attention.html": 3,
     "book/06b_encoder_block.html": 3,
+    "book/06c_the_whole_model.html": 1,
     "book/07_cross_attention_and_decoding.html": 2,
     "book/07b_kv_cache_loss_and_limits.html": 2,
     "book/08_training.html": 1,

@@ -9,8 +9,9 @@ names a section (4.4, "section 5.4"). A retyped number that a rerun moved, a rou
 percentage from an older run fails here with the number and what the cell printed.
 
 The executed notebooks come, in this order, from a folder named by ``STATED_NUMBERS_EXECUTED`` (a copy counts only
-if its code is the notebook's), from the build's jupyter-cache when it holds the current notebook
-(``bash scripts/build_book.sh`` fills it), or from running the notebook here (marked slow: about a minute each).
+if its code is the notebook's), from the notebook stage's copies in ``_build/.executed`` (book/conftest.py keeps
+them; ``scripts/test_all.sh`` runs this test right after that stage, marked ``executed``), from the build's
+jupyter-cache when it holds the current notebook, or from running the notebook here (slow: about a minute each).
 """
 
 from __future__ import annotations
@@ -123,6 +124,11 @@ def executed(path: Path) -> nbformat.NotebookNode:
         copy = nbformat.read(Path(folder) / path.name, as_version=4)
         if _same_code(copy, nb):
             return _with_outputs(nb, copy)
+    kept = ROOT / "_build" / ".executed" / path.relative_to(ROOT)  # as the notebook stage (nbval) ran it
+    if kept.is_file():
+        copy = nbformat.read(kept, as_version=4)
+        if _same_code(copy, nb):
+            return _with_outputs(nb, copy)
     cache_dir = ROOT / "_build" / ".jupyter_cache"
     if (cache_dir / "global.db").is_file():
         from jupyter_cache import get_cache
@@ -154,6 +160,7 @@ def test_a_retyped_number_fails() -> None:
     assert unprinted("see §3.2.1 and 1,500 tokens; Var = 0.8", "", "0.80") == []  # 0.8 is 0.80
 
 
+@pytest.mark.executed  # after the notebook stage, which keeps each page as it ran (scripts/test_all.sh)
 @pytest.mark.slow
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
 def test_solutions_state_the_numbers_their_cells_print(path: Path) -> None:

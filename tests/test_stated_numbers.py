@@ -140,7 +140,15 @@ def executed(path: Path) -> nbformat.NotebookNode:
             pass
     from nbclient import NotebookClient
 
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}).execute()
+    from transformer_lib.book.execution import SlicedPollKernelManager  # without it a cell can stall to its timeout
+
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(BOOK)}},
+        kernel_manager_class=SlicedPollKernelManager,
+    ).execute()
     return nb
 
 

@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3 if stale else 0
 
     cache = get_cache(str(CACHE))
+    CACHE.mkdir(parents=True, exist_ok=True)
     LIBRARY_STAMP.write_text(library_fingerprint())
     todo = []
     for path in toc_notebooks():

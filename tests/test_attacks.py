@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from transformer_lib.classroom import grade, sandbox, stubs
 from transformer_lib.classroom.checks import CheckResult
@@ -533,3 +534,122 @@ def test_a_copy_behind_a_magic_line_is_still_a_copy():
     plain = similarity.solution_code(cells, ("attention",))
     hidden = similarity.solution_code([f"%xmode Context\n{c}" for c in cells], ("attention",))
     assert plain and hidden == plain
+
+
+# --------------------------------------------------------------------------------------------------------------
+# No degenerate answer passes a check
+# --------------------------------------------------------------------------------------------------------------
+def _graded(check: str, **objects):
+    """The result in the kernel (live) and the grader's, replayed from the kernel's recording."""
+    from transformer_lib.classroom.checks import record
+
+    names = list(objects)
+    live, text = record._record(check, objects, names, 10.0)
+    return live, record.replay_exercise(check, names, text, 10.0)
+
+
+def _never_attends(sol, zero_init: bool):
+    """Multi-head attention that gives every key the same weight: W^Q and W^K zero-initialised (the issue's
+    answer), or q and k ignored in forward."""
+    split, merge = sol["split_heads"], sol["merge_heads"]
+
+    class NeverAttends(sol["MultiHead"]):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            if zero_init:
+                torch.nn.init.zeros_(self.w_q.weight)
+                torch.nn.init.zeros_(self.w_k.weight)
+
+        def forward(self, query, key, value, mask=None):
+            v = split(self.w_v(value), self.n_heads)  # (B, H, S, D)
+            scores = torch.zeros(v.shape[0], self.n_heads, query.shape[1], key.shape[1], dtype=v.dtype)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(-1)
+            return self.w_o(merge(weights @ v)), weights
+
+    return NeverAttends
+
+
+@pytest.mark.parametrize("zero_init", [True, False], ids=["zero-initialised W^Q W^K", "q and k ignored"])
+def test_multi_head_attention_that_never_attends_fails_and_says_why(sol, zero_init):
+    for result in _graded("check_multi_head_attention", MultiHead=_never_attends(sol, zero_init)):
+        assert not result.passed, str(result)
+        assert "same weight" in result.hints[0], str(result)
+
+
+def _skips(sol, sublayer: str):
+    """A decoder layer whose sub-layer ``sublayer`` is zero-initialised and left out of forward."""
+
+    class Skips(sol["DecoderBlock"]):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            for p in getattr(self, sublayer).parameters():
+                torch.nn.init.zeros_(p)
+
+        def forward(self, y, memory, self_mask=None, cross_mask=None):
+            if sublayer != "self_attn":
+                y = y + self.self_attn(y, y, y, self_mask)[0]
+            y = self.norm1(y)
+            if sublayer != "cross_attn":
+                y = y + self.cross_attn(y, memory, memory, cross_mask)[0]
+            y = self.norm2(y)
+            return self.norm3(y + self.ff(y) if sublayer != "ff" else y)
+
+    return Skips
+
+
+@pytest.mark.parametrize("sublayer", ["self_attn", "cross_attn", "ff"])
+def test_a_decoder_layer_that_skips_a_zeroed_sub_layer_fails_and_says_which(sol, sublayer):
+    for result in _graded("check_decoder_layer", DecoderBlock=_skips(sol, sublayer)):
+        assert not result.passed, str(result)
+        assert f"self.{sublayer}" in result.hints[0], str(result)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The grader never runs an object the student chose
+# --------------------------------------------------------------------------------------------------------------
+class _Upsample(torch.nn.Upsample):
+    """The issue's attack: nn.Upsample(scale_factor=4e6) carrying FeedForward's weights; a feed-forward in the
+    kernel, a 4 GB interpolation wherever nn.Upsample's own forward runs."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__(scale_factor=4e6)
+        self.activation = "relu"
+        self.linear1, self.linear2 = torch.nn.Linear(d_model, d_ff), torch.nn.Linear(d_ff, d_model)
+        self.dropout = torch.nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+@pytest.fixture
+def upsample_runs(monkeypatch):
+    """Every call of nn.Upsample's own forward (the kernel's subclass overrides it)."""
+    runs = []
+    monkeypatch.setattr(torch.nn.Upsample, "forward", lambda self, x: runs.append(tuple(x.shape)) or x)
+    return runs
+
+
+def _pre_ln_with(sol, ff_class):
+    """A wrong (pre-LN) decoder layer, so that the grader looks for the mistake, whose ff is ``ff_class``."""
+
+    class Block(sol["DecoderBlock"]):
+        def __init__(self, d_model, n_heads, d_ff, dropout=0.1):
+            super().__init__(d_model, n_heads, d_ff, dropout)
+            self.ff = ff_class(d_model, d_ff)
+
+        def forward(self, y, memory, self_mask=None, cross_mask=None):
+            y = y + self.self_attn(self.norm1(y), self.norm1(y), self.norm1(y), self_mask)[0]
+            y = y + self.cross_attn(self.norm2(y), memory, memory, cross_mask)[0]
+            return y + self.ff(self.norm3(y))
+
+    return Block
+
+
+def test_a_sub_module_of_a_class_the_check_does_not_name_is_never_run_in_the_grader(sol, upsample_runs):
+    live, replayed = _graded("check_decoder_layer", DecoderBlock=_pre_ln_with(sol, _Upsample))
+    assert upsample_runs == []
+    for result in (live, replayed):
+        assert not result.passed and "self.ff" in result.summary and "torch.nn.Upsample" in result.summary, result
+        assert "tl.FeedForward" in result.hints[0]

@@ -653,3 +653,113 @@ def test_a_sub_module_of_a_class_the_check_does_not_name_is_never_run_in_the_gra
     for result in (live, replayed):
         assert not result.passed and "self.ff" in result.summary and "torch.nn.Upsample" in result.summary, result
         assert "tl.FeedForward" in result.hints[0]
+
+
+def _sequential(d_model: int, d_ff: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(d_model, d_ff), torch.nn.ReLU(), torch.nn.Linear(d_ff, d_model))
+
+
+def _upsample_inside(d_model: int, d_ff: int) -> torch.nn.Module:
+    """A tl.FeedForward whose dropout (no weights: the state dict is the same) is an nn.Upsample."""
+    import transformer_lib as tl
+
+    ff = tl.FeedForward(d_model, d_ff)
+    ff.dropout = type("Up", (torch.nn.Upsample,), {"forward": lambda self, x: x})(scale_factor=4e6)
+    return ff
+
+
+@pytest.mark.parametrize(
+    "ff_class, note",
+    [
+        (_sequential, "self.ff is a torch.nn.Sequential"),
+        (_upsample_inside, "self.ff.dropout is a torch.nn.Upsample"),
+    ],
+    ids=["another module class", "nested"],
+)
+def test_a_sub_module_of_another_class_fails_with_a_note_in_the_kernel_and_the_grader(
+    sol, upsample_runs, ff_class, note
+):
+    live, replayed = _graded("check_decoder_layer", DecoderBlock=_pre_ln_with(sol, ff_class))
+    assert upsample_runs == []
+    for result in (live, replayed):
+        assert not result.passed and result.summary.startswith(note), result
+
+
+def test_a_subclass_of_a_named_class_runs_as_the_library_class_in_the_grader(sol):
+    """A tl.FeedForward subclass whose forward is the student's own: the grader rebuilds a tl.FeedForward."""
+    import transformer_lib as tl
+
+    runs = []
+
+    class Doubled(tl.FeedForward):
+        def forward(self, x):
+            runs.append(1)
+            return 2 * super().forward(x)
+
+    from transformer_lib.classroom.checks import record
+
+    live, text = record._record("check_decoder_layer", {"B": _pre_ln_with(sol, Doubled)}, ["B"], 10.0)
+    assert runs and not live.passed
+    runs.clear()
+    replayed = record.replay_exercise("check_decoder_layer", ["B"], text, 10.0)
+    assert runs == [] and not replayed.passed and replayed.summary == live.summary
+
+
+def _forged(sol, edit) -> str:
+    """An honest recording of a wrong (pre-LN) decoder layer, with ``edit`` applied to the layer's snapshot."""
+    import json
+
+    import transformer_lib as tl
+    from transformer_lib.classroom.checks import record
+
+    _, text = record._record("check_decoder_layer", {"B": _pre_ln_with(sol, tl.FeedForward)}, ["B"], 10.0)
+    data = json.loads(text)
+    edit(data["calls"][0]["value"])
+    return json.dumps(data)
+
+
+_UPSAMPLE = "torch.nn.modules.upsampling:Upsample"
+
+
+def _as_upsample(snapshot):
+    snapshot.update(cls=_UPSAMPLE)
+    snapshot["attrs"].update(scale_factor={"t": "float", "v": (4e6).hex()}, mode="nearest")
+
+
+@pytest.mark.parametrize(
+    "edit, note",
+    [
+        (lambda m: _as_upsample(m["children"]["ff"]), "self.ff is a torch.nn.Upsample"),
+        (lambda m: _as_upsample(m["children"]["self_attn"]["children"]["qkv_proj"]), "self.self_attn.qkv_proj is a"),
+        (lambda m: m["children"]["ff"].update(cls="torch.nn.modules.linear:Linear"), "self.ff is a torch.nn.Linear"),
+        (lambda m: m["children"]["ff"].update(cls="os:system"), "self.ff is a os.system"),
+    ],
+    ids=["Upsample", "nested Upsample", "another named class", "not torch"],
+)
+def test_a_forged_class_in_a_recording_is_never_rebuilt(sol, upsample_runs, edit, note):
+    from transformer_lib.classroom.checks import record
+
+    result = record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
+    assert upsample_runs == []
+    assert not result.passed and result.summary.startswith(note), result
+
+
+def _huge_param(m):
+    m["children"]["ff"]["children"]["linear1"]["params"]["weight"].update(shape=[0, 10**9], data="")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _huge_param,
+        lambda m: m["children"]["norm1"]["attrs"].update(normalized_shape={"t": "tuple", "v": [4096, 4096]}),
+        lambda m: m["children"]["self_attn"]["attrs"].update(d_head=10**12),
+        lambda m: m["children"]["ff"]["attrs"].update(scale={"t": "float", "v": (1e300).hex()}),
+    ],
+    ids=["empty tensor of 10^9 columns", "shape of 16M elements", "huge int", "huge float"],
+)
+def test_huge_shapes_or_numbers_in_a_recording_are_refused(sol, edit):
+    from transformer_lib.classroom.checks import record
+
+    with pytest.raises(record.RecordingError, match="larger than"):
+        record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)

@@ -164,6 +164,60 @@ def _mha_cases() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _mha_reference(
+    m: Any, C: int, H: int, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """tl.MultiHeadAttention in float64 holding the projections of ``m``: (output, weights)."""
+    with _fixed_seed(0):
+        ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
+    with torch.no_grad():
+        ref.qkv_proj.weight.copy_(torch.cat([getattr(m, a).weight for a in _MHA_ATTRS[:3]]))
+        ref.o_proj.weight.copy_(m.w_o.weight)
+        if m.w_q.bias is not None:
+            ref.qkv_proj.bias.copy_(torch.cat([getattr(m, a).bias for a in _MHA_ATTRS[:3]]))
+            ref.o_proj.bias.copy_(m.w_o.bias)
+        return ref(query.double(), key.double(), value.double(), mask, need_weights=True)
+
+
+def _mha_mistakes(args: tuple) -> list[tuple[Callable[[], dict], tuple[str, ...]]]:
+    """The catalogue: each plausible mistake as a variant of the module, with its hints."""
+    return [
+        (
+            lambda: _mha_variant(*args, attend=False),
+            (
+                "Your attention gives every key the same weight: the scores must come from q·kᵀ, with "
+                "q = self.w_q(query) and k = self.w_k(key) split into heads. The check sets W^Q and W^K itself.",
+            ),
+        ),
+        (
+            lambda: _mha_variant(*args, w_o=False),
+            (
+                "Missing W^O: the merged heads must go through the output projection self.w_o.",
+                "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (§3.2.2): W^O mixes what the heads found.",
+            ),
+        ),
+        (lambda: _mha_variant(*args, merge="no_transpose"), _MERGE_HINTS),
+        (lambda: _mha_variant(*args, split="no_transpose"), _SPLIT_HINTS),
+        (lambda: _mha_variant(*args, scale="none"), _SQRT_DK_HINTS),
+        (
+            lambda: _mha_variant(*args, scale="model"),
+            ("Scale by √d_k with d_k = d_model / n_heads, the width of one head, not √d_model.",),
+        ),
+        (
+            lambda: _mha_variant(*args, use_mask=False),
+            _MASK_IGNORED_HINTS[:1]
+            + ("Pass the mask on to the attention of every head; (B, 1, 1, S) and (T, S) masks broadcast.",),
+        ),
+        (
+            lambda: _mha_variant(*args, kv_from_query=True),
+            (
+                "Keys and values must come from the key and value arguments (the encoder output in "
+                "cross-attention), not from the query.",
+            ),
+        ),
+    ]
+
+
 def _built(cls: Callable, C: int, H: int) -> Any:  # the learner's module, attributes and all
     """The learner's module with projections of the check's own: nn.Linear(d_model, d_model) each, whatever
     ``__init__`` put in them (zeroed W^Q and W^K would make every answer that ignores q and k right)."""
@@ -219,15 +273,7 @@ def check_multi_head_attention(cls: Callable) -> str:
                 ("End forward with `return self.w_o(merged), weights`.",),
             )
         out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights"), strict=True))
-        with _fixed_seed(0):
-            ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
-        with torch.no_grad():
-            ref.qkv_proj.weight.copy_(torch.cat([getattr(m, a).weight for a in _MHA_ATTRS[:3]]))
-            ref.o_proj.weight.copy_(m.w_o.weight)
-            if m.w_q.bias is not None:
-                ref.qkv_proj.bias.copy_(torch.cat([getattr(m, a).bias for a in _MHA_ATTRS[:3]]))
-                ref.o_proj.bias.copy_(m.w_o.bias)
-            ref_out, ref_w = ref(query.double(), key.double(), value.double(), mask, need_weights=True)
+        ref_out, ref_w = _mha_reference(m, C, H, query, key, value, mask)
         B, T, S = query.shape[0], query.shape[1], key.shape[1]
         if out.dim() == 4:
             raise _Fail(
@@ -254,42 +300,7 @@ def check_multi_head_attention(cls: Callable) -> str:
         _expect_dtype("The output", out, dtype, inputs)
         if _close(out, ref_out, dtype) and _close(w, ref_w, dtype):
             continue
-        args = (m, query, key, value, mask, H)
-        variants = [
-            (
-                lambda: _mha_variant(*args, attend=False),
-                (
-                    "Your attention gives every key the same weight: the scores must come from q·kᵀ, with "
-                    "q = self.w_q(query) and k = self.w_k(key) split into heads. The check sets W^Q and W^K itself.",
-                ),
-            ),
-            (
-                lambda: _mha_variant(*args, w_o=False),
-                (
-                    "Missing W^O: the merged heads must go through the output projection self.w_o.",
-                    "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (§3.2.2): W^O mixes what the heads found.",
-                ),
-            ),
-            (lambda: _mha_variant(*args, merge="no_transpose"), _MERGE_HINTS),
-            (lambda: _mha_variant(*args, split="no_transpose"), _SPLIT_HINTS),
-            (lambda: _mha_variant(*args, scale="none"), _SQRT_DK_HINTS),
-            (
-                lambda: _mha_variant(*args, scale="model"),
-                ("Scale by √d_k with d_k = d_model / n_heads, the width of one head, not √d_model.",),
-            ),
-            (
-                lambda: _mha_variant(*args, use_mask=False),
-                _MASK_IGNORED_HINTS[:1]
-                + ("Pass the mask on to the attention of every head; (B, 1, 1, S) and (T, S) masks broadcast.",),
-            ),
-            (
-                lambda: _mha_variant(*args, kv_from_query=True),
-                (
-                    "Keys and values must come from the key and value arguments (the encoder output in "
-                    "cross-attention), not from the query.",
-                ),
-            ),
-        ]
+        variants = _mha_mistakes((m, query, key, value, mask, H))
         hints = _match({"output": out, "weights": w}, variants, dtype) or (
             "Project with W^Q, W^K, W^V, split into heads, attend, merge the heads, project with W^O.",
             "Test split_heads and merge_heads with their own checks first, then compare each step with the "

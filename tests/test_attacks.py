@@ -763,3 +763,34 @@ def test_huge_shapes_or_numbers_in_a_recording_are_refused(sol, edit):
 
     with pytest.raises(record.RecordingError, match="larger than"):
         record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
+
+
+def _forged_mha(sol, edit) -> str:
+    """An honest recording of the multi-head solution, with ``edit`` applied to the module's snapshot."""
+    import json
+
+    from transformer_lib.classroom.checks import record
+
+    _, text = record._record("check_multi_head_attention", {"M": sol["MultiHead"]}, ["M"], 10.0)
+    data = json.loads(text)
+    edit(data["calls"][0]["value"])
+    return json.dumps(data)
+
+
+def test_a_multi_head_projection_forged_as_another_class_is_never_rebuilt(sol, upsample_runs):
+    from transformer_lib.classroom.checks import record
+
+    text = _forged_mha(sol, lambda m: _as_upsample(m["children"]["w_q"]))
+    result = record.replay_exercise("check_multi_head_attention", ["M"], text, 10.0)
+    assert upsample_runs == [] and not result.passed
+    assert result.summary == "The module has no nn.Linear attribute(s) ['w_q'].", result
+
+
+def test_multi_head_projections_of_another_width_fail_with_a_note(sol):
+    class Narrow(sol["MultiHead"]):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            self.w_k = torch.nn.Linear(d_model, d_model // 2)
+
+    for result in _graded("check_multi_head_attention", MultiHead=Narrow):
+        assert not result.passed and result.summary.startswith("self.w_k: expected nn.Linear(d_model, d_model)"), result

@@ -733,8 +733,16 @@ def _as_upsample(snapshot):
         (lambda m: _as_upsample(m["children"]["self_attn"]["children"]["qkv_proj"]), "self.self_attn.qkv_proj is a"),
         (lambda m: m["children"]["ff"].update(cls="torch.nn.modules.linear:Linear"), "self.ff is a torch.nn.Linear"),
         (lambda m: m["children"]["ff"].update(cls="os:system"), "self.ff is a os.system"),
+        (
+            lambda m: m["children"]["ff"]["children"]["linear1"].update(cls="transformer_lib.layers:FeedForward"),
+            "self.ff.linear1 is a tl.FeedForward; the check accepts a torch.nn.Linear there",
+        ),
+        (
+            lambda m: m["children"]["ff"]["children"].update(up=m["children"]["ff"]["children"]["dropout"]),
+            "self.ff has the sub-modules ['dropout', 'linear1', 'linear2', 'up']",
+        ),
     ],
-    ids=["Upsample", "nested Upsample", "another named class", "not torch"],
+    ids=["Upsample", "nested Upsample", "another named class", "not torch", "a named class elsewhere", "one more"],
 )
 def test_a_forged_class_in_a_recording_is_never_rebuilt(sol, upsample_runs, edit, note):
     from transformer_lib.classroom.checks import record
@@ -762,6 +770,26 @@ def test_huge_shapes_or_numbers_in_a_recording_are_refused(sol, edit):
     from transformer_lib.classroom.checks import record
 
     with pytest.raises(record.RecordingError, match="larger than"):
+        record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
+
+
+def _nest(m, depth=30):
+    """self.ff holding a module holding a module ..., 30 deep."""
+    ff = m["children"]["ff"]
+    for _ in range(depth):
+        ff = {**ff, "children": {"inner": ff}}
+    m["children"]["ff"] = ff
+
+
+def _wide(m, n=250_000):
+    m["children"]["ff"]["children"].update({f"c{i}": None for i in range(n)})
+
+
+@pytest.mark.parametrize("edit", [_nest, _wide], ids=["modules 30 deep", "a quarter million children"])
+def test_a_recording_of_too_many_or_too_deep_modules_is_refused(sol, edit):
+    from transformer_lib.classroom.checks import record
+
+    with pytest.raises(record.RecordingError, match="too large or too deeply nested"):
         record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
 
 

@@ -188,9 +188,13 @@ class _Decoder:
     def __post_init__(self) -> None:
         self.classes = {class_path(c): c for c in self.allowed if issubclass(c, nn.Module) and c is not nn.Module}
 
-    def value(self, x: Any, depth: int = 0) -> Any:
+    def count(self, depth: int) -> None:
+        """One more value, tensor or module: the recording's size and nesting are bounded."""
         self.items += 1
         _need(self.items <= _MAX_ITEMS and depth <= _MAX_DEPTH, "the recording is too large or too deeply nested")
+
+    def value(self, x: Any, depth: int = 0) -> Any:
+        self.count(depth)
         if x is None or type(x) in (bool, int, str):
             return x
         _need(type(x) is dict and type(x.get("t")) is str, f"unexpected value of type {type(x).__name__}")
@@ -224,6 +228,7 @@ class _Decoder:
         raise RecordingError(f"unknown value kind {kind[:40]!r}")
 
     def tensor(self, x: Any) -> Tensor:
+        self.count(0)
         _need(type(x) is dict and x.get("t") == "tensor", "a tensor was expected")
         dtype = _DTYPES.get(x.get("dtype")) if type(x.get("dtype")) is str else None
         shape = x.get("shape")
@@ -251,6 +256,8 @@ class _Decoder:
     def module(self, x: dict, depth: int) -> nn.Module:
         for key in ("attrs", "params", "buffers", "children"):
             _need(type(x.get(key)) is dict, f"a module without {key}")
+            self.items += len(x[key])
+        self.count(depth)
         _need(type(x.get("name")) is str and _NAME.fullmatch(x["name"]) is not None, "a module with a bad name")
         path: str = x["cls"] if type(x.get("cls")) is str else ""
         cls = self.classes.get(path, _Shadow)

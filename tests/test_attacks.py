@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from transformer_lib.classroom import grade, sandbox, stubs
 from transformer_lib.classroom.checks import CheckResult
@@ -533,3 +534,291 @@ def test_a_copy_behind_a_magic_line_is_still_a_copy():
     plain = similarity.solution_code(cells, ("attention",))
     hidden = similarity.solution_code([f"%xmode Context\n{c}" for c in cells], ("attention",))
     assert plain and hidden == plain
+
+
+# --------------------------------------------------------------------------------------------------------------
+# No degenerate answer passes a check
+# --------------------------------------------------------------------------------------------------------------
+def _graded(check: str, **objects):
+    """The result in the kernel (live) and the grader's, replayed from the kernel's recording."""
+    from transformer_lib.classroom.checks import record
+
+    names = list(objects)
+    live, text = record._record(check, objects, names, 10.0)
+    return live, record.replay_exercise(check, names, text, 10.0)
+
+
+def _never_attends(sol, zero_init: bool):
+    """Multi-head attention that gives every key the same weight: W^Q and W^K zero-initialised (the issue's
+    answer), or q and k ignored in forward."""
+    split, merge = sol["split_heads"], sol["merge_heads"]
+
+    class NeverAttends(sol["MultiHead"]):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            if zero_init:
+                torch.nn.init.zeros_(self.w_q.weight)
+                torch.nn.init.zeros_(self.w_k.weight)
+
+        def forward(self, query, key, value, mask=None):
+            v = split(self.w_v(value), self.n_heads)  # (B, H, S, D)
+            scores = torch.zeros(v.shape[0], self.n_heads, query.shape[1], key.shape[1], dtype=v.dtype)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(-1)
+            return self.w_o(merge(weights @ v)), weights
+
+    return NeverAttends
+
+
+@pytest.mark.parametrize("zero_init", [True, False], ids=["zero-initialised W^Q W^K", "q and k ignored"])
+def test_multi_head_attention_that_never_attends_fails_and_says_why(sol, zero_init):
+    for result in _graded("check_multi_head_attention", MultiHead=_never_attends(sol, zero_init)):
+        assert not result.passed, str(result)
+        assert "same weight" in result.hints[0], str(result)
+
+
+def _skips(sol, sublayer: str):
+    """A decoder layer whose sub-layer ``sublayer`` is zero-initialised and left out of forward."""
+
+    class Skips(sol["DecoderBlock"]):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            for p in getattr(self, sublayer).parameters():
+                torch.nn.init.zeros_(p)
+
+        def forward(self, y, memory, self_mask=None, cross_mask=None):
+            if sublayer != "self_attn":
+                y = y + self.self_attn(y, y, y, self_mask)[0]
+            y = self.norm1(y)
+            if sublayer != "cross_attn":
+                y = y + self.cross_attn(y, memory, memory, cross_mask)[0]
+            y = self.norm2(y)
+            return self.norm3(y + self.ff(y) if sublayer != "ff" else y)
+
+    return Skips
+
+
+@pytest.mark.parametrize("sublayer", ["self_attn", "cross_attn", "ff"])
+def test_a_decoder_layer_that_skips_a_zeroed_sub_layer_fails_and_says_which(sol, sublayer):
+    for result in _graded("check_decoder_layer", DecoderBlock=_skips(sol, sublayer)):
+        assert not result.passed, str(result)
+        assert f"self.{sublayer}" in result.hints[0], str(result)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The grader never runs an object the student chose
+# --------------------------------------------------------------------------------------------------------------
+class _Upsample(torch.nn.Upsample):
+    """The issue's attack: nn.Upsample(scale_factor=4e6) carrying FeedForward's weights; a feed-forward in the
+    kernel, a 4 GB interpolation wherever nn.Upsample's own forward runs."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__(scale_factor=4e6)
+        self.activation = "relu"
+        self.linear1, self.linear2 = torch.nn.Linear(d_model, d_ff), torch.nn.Linear(d_ff, d_model)
+        self.dropout = torch.nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+@pytest.fixture
+def upsample_runs(monkeypatch):
+    """Every call of nn.Upsample's own forward (the kernel's subclass overrides it)."""
+    runs = []
+    monkeypatch.setattr(torch.nn.Upsample, "forward", lambda self, x: runs.append(tuple(x.shape)) or x)
+    return runs
+
+
+def _pre_ln_with(sol, ff_class):
+    """A wrong (pre-LN) decoder layer, so that the grader looks for the mistake, whose ff is ``ff_class``."""
+
+    class Block(sol["DecoderBlock"]):
+        def __init__(self, d_model, n_heads, d_ff, dropout=0.1):
+            super().__init__(d_model, n_heads, d_ff, dropout)
+            self.ff = ff_class(d_model, d_ff)
+
+        def forward(self, y, memory, self_mask=None, cross_mask=None):
+            y = y + self.self_attn(self.norm1(y), self.norm1(y), self.norm1(y), self_mask)[0]
+            y = y + self.cross_attn(self.norm2(y), memory, memory, cross_mask)[0]
+            return y + self.ff(self.norm3(y))
+
+    return Block
+
+
+def test_a_sub_module_of_a_class_the_check_does_not_name_is_never_run_in_the_grader(sol, upsample_runs):
+    live, replayed = _graded("check_decoder_layer", DecoderBlock=_pre_ln_with(sol, _Upsample))
+    assert upsample_runs == []
+    for result in (live, replayed):
+        assert not result.passed and "self.ff" in result.summary and "torch.nn.Upsample" in result.summary, result
+        assert "tl.FeedForward" in result.hints[0]
+
+
+def _sequential(d_model: int, d_ff: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(d_model, d_ff), torch.nn.ReLU(), torch.nn.Linear(d_ff, d_model))
+
+
+def _upsample_inside(d_model: int, d_ff: int) -> torch.nn.Module:
+    """A tl.FeedForward whose dropout (no weights: the state dict is the same) is an nn.Upsample."""
+    import transformer_lib as tl
+
+    ff = tl.FeedForward(d_model, d_ff)
+    ff.dropout = type("Up", (torch.nn.Upsample,), {"forward": lambda self, x: x})(scale_factor=4e6)
+    return ff
+
+
+@pytest.mark.parametrize(
+    "ff_class, note",
+    [
+        (_sequential, "self.ff is a torch.nn.Sequential"),
+        (_upsample_inside, "self.ff.dropout is a torch.nn.Upsample"),
+    ],
+    ids=["another module class", "nested"],
+)
+def test_a_sub_module_of_another_class_fails_with_a_note_in_the_kernel_and_the_grader(
+    sol, upsample_runs, ff_class, note
+):
+    live, replayed = _graded("check_decoder_layer", DecoderBlock=_pre_ln_with(sol, ff_class))
+    assert upsample_runs == []
+    for result in (live, replayed):
+        assert not result.passed and result.summary.startswith(note), result
+
+
+def test_a_subclass_of_a_named_class_runs_as_the_library_class_in_the_grader(sol):
+    """A tl.FeedForward subclass whose forward is the student's own: the grader rebuilds a tl.FeedForward."""
+    import transformer_lib as tl
+
+    runs = []
+
+    class Doubled(tl.FeedForward):
+        def forward(self, x):
+            runs.append(1)
+            return 2 * super().forward(x)
+
+    from transformer_lib.classroom.checks import record
+
+    live, text = record._record("check_decoder_layer", {"B": _pre_ln_with(sol, Doubled)}, ["B"], 10.0)
+    assert runs and not live.passed
+    runs.clear()
+    replayed = record.replay_exercise("check_decoder_layer", ["B"], text, 10.0)
+    assert runs == [] and not replayed.passed and replayed.summary == live.summary
+
+
+def _forged(sol, edit) -> str:
+    """An honest recording of a wrong (pre-LN) decoder layer, with ``edit`` applied to the layer's snapshot."""
+    import json
+
+    import transformer_lib as tl
+    from transformer_lib.classroom.checks import record
+
+    _, text = record._record("check_decoder_layer", {"B": _pre_ln_with(sol, tl.FeedForward)}, ["B"], 10.0)
+    data = json.loads(text)
+    edit(data["calls"][0]["value"])
+    return json.dumps(data)
+
+
+_UPSAMPLE = "torch.nn.modules.upsampling:Upsample"
+
+
+def _as_upsample(snapshot):
+    snapshot.update(cls=_UPSAMPLE)
+    snapshot["attrs"].update(scale_factor={"t": "float", "v": (4e6).hex()}, mode="nearest")
+
+
+@pytest.mark.parametrize(
+    "edit, note",
+    [
+        (lambda m: _as_upsample(m["children"]["ff"]), "self.ff is a torch.nn.Upsample"),
+        (lambda m: _as_upsample(m["children"]["self_attn"]["children"]["qkv_proj"]), "self.self_attn.qkv_proj is a"),
+        (lambda m: m["children"]["ff"].update(cls="torch.nn.modules.linear:Linear"), "self.ff is a torch.nn.Linear"),
+        (lambda m: m["children"]["ff"].update(cls="os:system"), "self.ff is a os.system"),
+        (
+            lambda m: m["children"]["ff"]["children"]["linear1"].update(cls="transformer_lib.layers:FeedForward"),
+            "self.ff.linear1 is a tl.FeedForward; the check accepts a torch.nn.Linear there",
+        ),
+        (
+            lambda m: m["children"]["ff"]["children"].update(up=m["children"]["ff"]["children"]["dropout"]),
+            "self.ff has the sub-modules ['dropout', 'linear1', 'linear2', 'up']",
+        ),
+    ],
+    ids=["Upsample", "nested Upsample", "another named class", "not torch", "a named class elsewhere", "one more"],
+)
+def test_a_forged_class_in_a_recording_is_never_rebuilt(sol, upsample_runs, edit, note):
+    from transformer_lib.classroom.checks import record
+
+    result = record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
+    assert upsample_runs == []
+    assert not result.passed and result.summary.startswith(note), result
+
+
+def _huge_param(m):
+    m["children"]["ff"]["children"]["linear1"]["params"]["weight"].update(shape=[0, 10**9], data="")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _huge_param,
+        lambda m: m["children"]["norm1"]["attrs"].update(normalized_shape={"t": "tuple", "v": [4096, 4096]}),
+        lambda m: m["children"]["self_attn"]["attrs"].update(d_head=10**12),
+        lambda m: m["children"]["ff"]["attrs"].update(scale={"t": "float", "v": (1e300).hex()}),
+    ],
+    ids=["empty tensor of 10^9 columns", "shape of 16M elements", "huge int", "huge float"],
+)
+def test_huge_shapes_or_numbers_in_a_recording_are_refused(sol, edit):
+    from transformer_lib.classroom.checks import record
+
+    with pytest.raises(record.RecordingError, match="larger than"):
+        record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
+
+
+def _nest(m, depth=30):
+    """self.ff holding a module holding a module ..., 30 deep."""
+    ff = m["children"]["ff"]
+    for _ in range(depth):
+        ff = {**ff, "children": {"inner": ff}}
+    m["children"]["ff"] = ff
+
+
+def _wide(m, n=250_000):
+    m["children"]["ff"]["children"].update({f"c{i}": None for i in range(n)})
+
+
+@pytest.mark.parametrize("edit", [_nest, _wide], ids=["modules 30 deep", "a quarter million children"])
+def test_a_recording_of_too_many_or_too_deep_modules_is_refused(sol, edit):
+    from transformer_lib.classroom.checks import record
+
+    with pytest.raises(record.RecordingError, match="too large or too deeply nested"):
+        record.replay_exercise("check_decoder_layer", ["B"], _forged(sol, edit), 10.0)
+
+
+def _forged_mha(sol, edit) -> str:
+    """An honest recording of the multi-head solution, with ``edit`` applied to the module's snapshot."""
+    import json
+
+    from transformer_lib.classroom.checks import record
+
+    _, text = record._record("check_multi_head_attention", {"M": sol["MultiHead"]}, ["M"], 10.0)
+    data = json.loads(text)
+    edit(data["calls"][0]["value"])
+    return json.dumps(data)
+
+
+def test_a_multi_head_projection_forged_as_another_class_is_never_rebuilt(sol, upsample_runs):
+    from transformer_lib.classroom.checks import record
+
+    text = _forged_mha(sol, lambda m: _as_upsample(m["children"]["w_q"]))
+    result = record.replay_exercise("check_multi_head_attention", ["M"], text, 10.0)
+    assert upsample_runs == [] and not result.passed
+    assert result.summary == "The module has no nn.Linear attribute(s) ['w_q'].", result
+
+
+def test_multi_head_projections_of_another_width_fail_with_a_note(sol):
+    class Narrow(sol["MultiHead"]):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            self.w_k = torch.nn.Linear(d_model, d_model // 2)
+
+    for result in _graded("check_multi_head_attention", MultiHead=Narrow):
+        assert not result.passed and result.summary.startswith("self.w_k: expected nn.Linear(d_model, d_model)"), result

@@ -148,21 +148,27 @@ def test_mistake_variants_with_no_mistake_are_the_reference(sol):
     assert torch.allclose(got["output"], out, atol=1e-12) and torch.allclose(got["weights"], w, atol=1e-12)
     assert torch.allclose(checks.positions._pe_variant(7, 10), tl.sinusoidal_encoding(7, 10, dtype=torch.float64))
     model = checks.tiny_translator()
-    src = checks.decoder._SRC
-    assert torch.equal(checks.decoder._greedy_variant(model, src, 8)["tokens"], tl.greedy_decode(model, src, 8, 1, 2))
+    src = checks.decoding._SRC
+    assert torch.equal(checks.decoding._greedy_variant(model, src, 8)["tokens"], tl.greedy_decode(model, src, 8, 1, 2))
 
 
 def test_the_decoding_model_exercises_early_and_late_endings():
     model = checks.tiny_translator()
-    out = tl.greedy_decode(model, checks.decoder._SRC, 8, 1, 2)
+    out = tl.greedy_decode(model, checks.decoding._SRC, 8, 1, 2)
     ended = (out == 2).any(1)
     assert ended.any() and not ended.all()  # some rows end early, one runs to the limit
     assert (out[:, 1:] != 0).sum(1).unique().numel() > 2  # the rows end at different steps
     assert (out[:, 1:] != 1).all()  # <bos> is never generated, so a wrong loop cannot pass by accident
     best = tl.beam_search(
-        checks.tiny_translator(seed=0, eos_bias=1.5), checks.decoder._SRC[0:1], 8, 1, 2, beam_size=3, length_penalty=0.0
+        checks.tiny_translator(seed=0, eos_bias=1.5),
+        checks.decoding._SRC[0:1],
+        8,
+        1,
+        2,
+        beam_size=3,
+        length_penalty=0.0,
     )[0][0].tokens
-    greedy = tl.greedy_decode(checks.tiny_translator(seed=0, eos_bias=1.5), checks.decoder._SRC[0:1], 8, 1, 2)[0]
+    greedy = tl.greedy_decode(checks.tiny_translator(seed=0, eos_bias=1.5), checks.decoding._SRC[0:1], 8, 1, 2)[0]
     assert best.tolist() != greedy.tolist()  # so the beam check can tell beam search from greedy decoding
 
 
@@ -753,9 +759,9 @@ def test_classic_beam_search_mistakes(fn, phrases):
 
 def test_the_beam_variant_without_a_mistake_is_the_reference():
     for seed, bias, row, k, alpha in [(0, 1.5, 0, 3, 0.0), (1, 1.0, 4, 3, 0.6), (1, 2.0, 1, 4, 0.0)]:
-        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks.decoder._SRC[row : row + 1]
+        model, src = checks.tiny_translator(seed=seed, eos_bias=bias), checks.decoding._SRC[row : row + 1]
         want = tl.beam_search(model, src, 8, 1, 2, beam_size=k, length_penalty=alpha)[0][0].tokens.tolist()
-        assert checks.decoder._beam_variant(model, src, 8, k, alpha) == want
+        assert checks.decoding._beam_variant(model, src, 8, k, alpha) == want
 
 
 def test_the_encode_checks_constant_vocabulary_is_the_librarys():

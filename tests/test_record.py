@@ -10,7 +10,7 @@ import torch
 from test_checks import *  # noqa: F401,F403  (every test of test_checks.py runs again here, through record/replay)
 
 from transformer_lib.classroom import checks
-from transformer_lib.classroom.checks import record
+from transformer_lib.classroom.checks import record, snapshot
 
 _LIVE = {
     name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_") and name != "check_assignment"
@@ -81,8 +81,8 @@ def test_an_honest_recording_replays_to_a_pass_and_carries_no_verdict(sol):
 
 def test_changed_outputs_fail_on_their_numbers(sol):
     data = json.loads(_recording(sol))
-    tensor = record._Decoder().tensor(data["calls"][-1]["value"])
-    data["calls"][-1]["value"] = record._encode(~tensor)  # every entry of the last mask inverted
+    tensor = snapshot._Decoder().tensor(data["calls"][-1]["value"])
+    data["calls"][-1]["value"] = snapshot._encode(~tensor)  # every entry of the last mask inverted
     result = _replay(json.dumps(data))
     assert not result.passed and result.summary != "The recorded calls do not match the check."
     assert "Expected" in result.details
@@ -144,7 +144,7 @@ def test_a_function_that_changes_its_inputs_in_place_replays_alike(sol):
 
 
 def test_a_huge_output_is_not_recorded():
-    value = record._Decoder().value(json.loads(json.dumps(record._encode(torch.zeros(record.MAX_RECORDING_CHARS)))))
+    value = snapshot._Decoder().value(json.loads(json.dumps(snapshot._encode(torch.zeros(record.MAX_RECORDING_CHARS)))))
     assert not isinstance(value, torch.Tensor) and type(value).__name__.startswith("Tensor[torch.float32")
 
 
@@ -167,7 +167,7 @@ def test_values_round_trip_exactly():
         torch.arange(6).view(2, 3).t(),
         torch.empty(0, 4),
     ]
-    back = record._Decoder().value(json.loads(json.dumps(record._encode(values))))
+    back = snapshot._Decoder().value(json.loads(json.dumps(snapshot._encode(values))))
     for a, b in zip(values, back, strict=True):
         if isinstance(a, torch.Tensor):
             bits = (lambda t: t.reshape(-1).view(torch.int16)) if a.dtype == torch.bfloat16 else (lambda t: t)
@@ -178,16 +178,18 @@ def test_values_round_trip_exactly():
             assert a == b and type(a) is type(b)
     import numpy as np
 
-    opaque = record._Decoder().value(json.loads(json.dumps(record._encode(np.zeros(3)))))
+    opaque = snapshot._Decoder().value(json.loads(json.dumps(snapshot._encode(np.zeros(3)))))
     assert type(opaque).__name__ == "ndarray" and not isinstance(opaque, (torch.Tensor, list))
 
 
-def test_a_module_comes_back_as_a_shadow_of_trusted_classes_only(sol):
+def test_a_module_comes_back_as_a_shadow_of_the_classes_the_check_names_only(sol):
     import transformer_lib as tl
 
     block = sol["DecoderBlock"](16, 4, 32, dropout=0.0)
-    shadow = record._Decoder().value(json.loads(json.dumps(record._encode(block))))
-    assert type(shadow) is record._Shadow  # the learner's class never comes back
+    data = json.loads(json.dumps(snapshot._encode(block)))
+    assert type(snapshot._Decoder().value(data).self_attn) is snapshot._Shadow  # no class named: every one a shadow
+    shadow = snapshot._Decoder(checks.decoder._DECODER_MODULES).value(data)
+    assert type(shadow) is snapshot._Shadow  # the learner's class never comes back
     assert type(shadow.self_attn) is tl.MultiHeadAttention and type(shadow.norm1) is torch.nn.LayerNorm
     assert record._fingerprint(shadow, (), {}) == record._fingerprint(block, (), {})
     x = torch.randn(1, 2, 16)

@@ -70,8 +70,8 @@ REMOVED: dict[str, tuple[tuple[str, str, str, str], ...]] = {
         ("decoding.py", "sample", "tl.sample", "value"),  # top_k=1 is greedy decoding
         ("decoding.py", "beam_search", "tl.beam_search", "hypotheses"),
         ("decoding.py", "_beam_one", "tl.decoding._beam_one", "value"),
-        ("classroom/checks/decoder.py", "_greedy_variant", "the check's decoding variants", "value"),
-        ("classroom/checks/decoder.py", "_beam_variant", "the check's beam-search variants", "value"),
+        ("classroom/checks/decoding.py", "_greedy_variant", "the check's decoding variants", "value"),
+        ("classroom/checks/decoding.py", "_beam_variant", "the check's beam-search variants", "value"),
         ("classroom/checks/decoder.py", "_decoder_variant", "the check's decoder-layer variants", "value"),
     ),
 }

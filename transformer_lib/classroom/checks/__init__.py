@@ -21,21 +21,19 @@ The package, one concept per module:
   and :func:`check_assignment`;
 - :mod:`.compare`: dtype-aware tolerances, describing tensors and matching the catalogue of mistakes;
 - :mod:`.record`: a check recorded in the learner's kernel (what the learner's code returned, as data) and replayed
-  in the grader, which computes the verdict;
+  in the grader, which computes the verdict; :mod:`.snapshot`: those values as plain data, and back, rebuilding
+  only the module classes a check names;
 - one module per assignment: :mod:`.tokenizer` (1), :mod:`.positions` (2), :mod:`.attention` (3),
-  :mod:`.masks` (4), :mod:`.multi_head` (5), :mod:`.decoder` (6, with :func:`tiny_translator`).
+  :mod:`.masks` (4), :mod:`.multi_head` (5), :mod:`.decoder` and :mod:`.decoding` (6, with
+  :func:`tiny_translator`).
 """
 
 from __future__ import annotations
 
 from .attention import check_attention
 from .core import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult, check_assignment, grade_exercise
-from .decoder import (
-    check_beam_search,
-    check_decoder_layer,
-    check_greedy_decode,
-    tiny_translator,
-)
+from .decoder import check_decoder_layer
+from .decoding import check_beam_search, check_greedy_decode, tiny_translator
 from .masks import check_causal_mask, check_decoder_mask, check_padding_mask
 from .multi_head import check_merge_heads, check_multi_head_attention, check_split_heads
 from .positions import check_positional_encoding

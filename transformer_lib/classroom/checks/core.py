@@ -147,6 +147,7 @@ class _TimeUp(BaseException):
 
 
 _CHECKS: dict[str, Callable[..., CheckResult]] = {}  # "check_attention" -> the check; filled by @_check
+_REPLAYS: dict[str, tuple[type, ...]] = {}  # "check_decoder_layer" -> module classes its replay may rebuild
 _parts: contextvars.ContextVar[dict[str, bool] | None] = contextvars.ContextVar("parts", default=None)
 
 
@@ -158,8 +159,9 @@ def _part(name: str, passed: bool) -> None:
         parts[name] = bool(passed)
 
 
-def _check(exercise: str) -> Callable:
-    """Decorator: run a check body, turning ``_Fail`` into a failed result and a normal return into a pass."""
+def _check(exercise: str, replays: tuple[type, ...] = ()) -> Callable:
+    """Decorator: run a check body, turning ``_Fail`` into a failed result and a normal return into a pass.
+    ``replays``: the module classes the grader may rebuild from a recording of this check (:mod:`.snapshot`)."""
 
     def decorate(body: Callable[..., str]) -> Callable[..., CheckResult]:
         @functools.wraps(body)
@@ -175,6 +177,7 @@ def _check(exercise: str) -> Callable:
                 _time_limit.reset(token)
 
         _CHECKS[body.__name__] = run
+        _REPLAYS[body.__name__] = replays
         return run
 
     return decorate

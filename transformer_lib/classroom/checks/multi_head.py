@@ -1,7 +1,8 @@
 """Checks of assignment 5, multi-head attention: splitting and merging heads, and the whole module.
 
-The module check copies the learner's weights into :class:`~transformer_lib.attention.MultiHeadAttention` and
-compares; ``_mha_variant`` recomputes the learner's module with one plausible mistake at a time.
+The module check gives the learner's projections weights of its own (so that an answer that ignores q and k cannot
+hide behind zeroed W^Q and W^K), copies them into :class:`~transformer_lib.attention.MultiHeadAttention` and
+compares; ``_mha_variant`` recomputes the module with one plausible mistake at a time.
 Shape legend: ``B`` batch, ``H`` heads, ``T`` query length, ``S`` key length, ``D`` head width, ``C`` d_model.
 """
 
@@ -21,6 +22,8 @@ from ...masks import causal_mask
 from .attention import _MASK_IGNORED_HINTS, _SQRT_DK_HINTS, _attention_variant
 from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
 from .core import _call, _check, _Fail, _fixed_seed, _seeded
+from .modules import _set_weights
+from .snapshot import rebuilt_as
 
 _SPLIT_HINTS = (
     "Heads were split wrongly: view the last axis as (H, D) first, giving (B, T, H, D), then "
@@ -113,8 +116,10 @@ def _mha_variant(
     scale: str = "head",
     use_mask: bool = True,
     kv_from_query: bool = False,
+    attend: bool = True,
 ) -> dict[str, Tensor]:
-    """Multi-head attention in float64 from the learner's weights, with one deliberate mistake."""
+    """Multi-head attention in float64 from the module's weights, with one deliberate mistake; ``attend=False``
+    ignores q and k (every key gets the same weight)."""
 
     def lin(x: Tensor, name: str) -> Tensor:
         layer = getattr(m, name)
@@ -131,6 +136,7 @@ def _mha_variant(
         return x.view(B, H, L, D) if split == "no_transpose" else x.view(B, L, H, D).transpose(1, 2)
 
     q, k, v = heads(lin(query, "w_q")), heads(lin(key, "w_k")), heads(lin(value, "w_v"))  # (B, H, *, D)
+    q = q if attend else torch.zeros_like(q)  # q·k = 0 for every key: a uniform softmax
     s = {"head": None, "model": 1 / math.sqrt(C), "none": 1.0}[scale]
     r = _attention_variant(q, k, v, mask if use_mask else None, scale=s)
     o = r["output"]  # (B, H, T, D)
@@ -158,19 +164,67 @@ def _mha_cases() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-@_check("multi_head_attention")
-def check_multi_head_attention(cls: Callable) -> str:
-    """Check a multi-head attention class built as ``cls(d_model, n_heads)`` with ``nn.Linear`` layers
-    ``w_q, w_k, w_v, w_o`` and ``forward(query, key, value, mask=None) -> (output, weights)``: the same numbers as
-    :class:`~transformer_lib.attention.MultiHeadAttention` holding its weights.
+def _mha_reference(
+    m: Any, C: int, H: int, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """tl.MultiHeadAttention in float64 holding the projections of ``m``: (output, weights)."""
+    with _fixed_seed(0):
+        ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
+    with torch.no_grad():
+        ref.qkv_proj.weight.copy_(torch.cat([getattr(m, a).weight for a in _MHA_ATTRS[:3]]))
+        ref.o_proj.weight.copy_(m.w_o.weight)
+        if m.w_q.bias is not None:
+            ref.qkv_proj.bias.copy_(torch.cat([getattr(m, a).bias for a in _MHA_ATTRS[:3]]))
+            ref.o_proj.bias.copy_(m.w_o.bias)
+        return ref(query.double(), key.double(), value.double(), mask, need_weights=True)
 
-    Shape:
-        query: (B, T, C), key and value: (B, S, C) -> output (B, T, C), weights (B, H, T, S)
-    """
-    C, H = 16, 4
+
+def _mha_mistakes(args: tuple) -> list[tuple[Callable[[], dict], tuple[str, ...]]]:
+    """The catalogue: each plausible mistake as a variant of the module, with its hints."""
+    return [
+        (
+            lambda: _mha_variant(*args, attend=False),
+            (
+                "Your attention gives every key the same weight: the scores must come from q·kᵀ, with "
+                "q = self.w_q(query) and k = self.w_k(key) split into heads. The check sets W^Q and W^K itself.",
+            ),
+        ),
+        (
+            lambda: _mha_variant(*args, w_o=False),
+            (
+                "Missing W^O: the merged heads must go through the output projection self.w_o.",
+                "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (§3.2.2): W^O mixes what the heads found.",
+            ),
+        ),
+        (lambda: _mha_variant(*args, merge="no_transpose"), _MERGE_HINTS),
+        (lambda: _mha_variant(*args, split="no_transpose"), _SPLIT_HINTS),
+        (lambda: _mha_variant(*args, scale="none"), _SQRT_DK_HINTS),
+        (
+            lambda: _mha_variant(*args, scale="model"),
+            ("Scale by √d_k with d_k = d_model / n_heads, the width of one head, not √d_model.",),
+        ),
+        (
+            lambda: _mha_variant(*args, use_mask=False),
+            _MASK_IGNORED_HINTS[:1]
+            + ("Pass the mask on to the attention of every head; (B, 1, 1, S) and (T, S) masks broadcast.",),
+        ),
+        (
+            lambda: _mha_variant(*args, kv_from_query=True),
+            (
+                "Keys and values must come from the key and value arguments (the encoder output in "
+                "cross-attention), not from the query.",
+            ),
+        ),
+    ]
+
+
+def _built(cls: Callable, C: int, H: int) -> Any:  # the learner's module, attributes and all
+    """The learner's module with projections of the check's own: nn.Linear(d_model, d_model) each, whatever
+    ``__init__`` put in them (zeroed W^Q and W^K would make every answer that ignores q and k right)."""
     with _fixed_seed(0):
         module = _call(cls, C, H, inputs=f"d_model = {C}, n_heads = {H}")
-    missing = [a for a in _MHA_ATTRS if not isinstance(getattr(module, a, None), nn.Linear)]
+    layers = [getattr(module, a, None) for a in _MHA_ATTRS]
+    missing = [a for a, layer in zip(_MHA_ATTRS, layers, strict=True) if rebuilt_as(layer, (nn.Linear,)) is None]
     if missing:
         raise _Fail(
             f"The module has no nn.Linear attribute(s) {missing}.",
@@ -180,11 +234,30 @@ def check_multi_head_attention(cls: Callable) -> str:
                 "self.w_q, self.w_k, self.w_v and self.w_o.",
             ),
         )
-    with torch.no_grad():  # non-zero biases, so that a forgotten bias shows
-        for a in _MHA_ATTRS:
-            if getattr(module, a).bias is not None:
-                getattr(module, a).bias.normal_(0.0, 0.1, generator=_seeded(4))
-    module.eval()
+    wrong = [a for a in _MHA_ATTRS if tuple(getattr(module, a).weight.shape) != (C, C)]
+    if wrong:
+        raise _Fail(
+            f"{', '.join(f'self.{a}' for a in wrong)}: expected nn.Linear(d_model, d_model), a {C} x {C} weight.",
+            "",
+            ("Each projection maps d_model features to d_model: the H heads of width D = d_model / H side by side.",),
+        )
+    g = _seeded(4)
+    for a in _MHA_ATTRS:
+        _set_weights(getattr(module, a), g)
+    return module.eval()
+
+
+@_check("multi_head_attention", replays=(nn.Linear,))
+def check_multi_head_attention(cls: Callable) -> str:
+    """Check a multi-head attention class built as ``cls(d_model, n_heads)`` with ``nn.Linear`` layers
+    ``w_q, w_k, w_v, w_o`` and ``forward(query, key, value, mask=None) -> (output, weights)``: the same numbers as
+    :class:`~transformer_lib.attention.MultiHeadAttention` holding the weights the check gives the projections.
+
+    Shape:
+        query: (B, T, C), key and value: (B, S, C) -> output (B, T, C), weights (B, H, T, S)
+    """
+    C, H = 16, 4
+    module = _built(cls, C, H)
     cases = _mha_cases()
     for label, c in cases:
         query, key, value, mask = c["query"], c["key"], c["value"], c["mask"]
@@ -200,15 +273,7 @@ def check_multi_head_attention(cls: Callable) -> str:
                 ("End forward with `return self.w_o(merged), weights`.",),
             )
         out, w = (_tensor(x, what, inputs) for x, what in zip(result, ("The output", "The weights"), strict=True))
-        with _fixed_seed(0):
-            ref = MultiHeadAttention(C, H, bias=m.w_q.bias is not None, attn_impl="eager").double().eval()
-        with torch.no_grad():
-            ref.qkv_proj.weight.copy_(torch.cat([getattr(m, a).weight for a in _MHA_ATTRS[:3]]))
-            ref.o_proj.weight.copy_(m.w_o.weight)
-            if m.w_q.bias is not None:
-                ref.qkv_proj.bias.copy_(torch.cat([getattr(m, a).bias for a in _MHA_ATTRS[:3]]))
-                ref.o_proj.bias.copy_(m.w_o.bias)
-            ref_out, ref_w = ref(query.double(), key.double(), value.double(), mask, need_weights=True)
+        ref_out, ref_w = _mha_reference(m, C, H, query, key, value, mask)
         B, T, S = query.shape[0], query.shape[1], key.shape[1]
         if out.dim() == 4:
             raise _Fail(
@@ -235,35 +300,7 @@ def check_multi_head_attention(cls: Callable) -> str:
         _expect_dtype("The output", out, dtype, inputs)
         if _close(out, ref_out, dtype) and _close(w, ref_w, dtype):
             continue
-        args = (m, query, key, value, mask, H)
-        variants = [
-            (
-                lambda: _mha_variant(*args, w_o=False),
-                (
-                    "Missing W^O: the merged heads must go through the output projection self.w_o.",
-                    "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (§3.2.2): W^O mixes what the heads found.",
-                ),
-            ),
-            (lambda: _mha_variant(*args, merge="no_transpose"), _MERGE_HINTS),
-            (lambda: _mha_variant(*args, split="no_transpose"), _SPLIT_HINTS),
-            (lambda: _mha_variant(*args, scale="none"), _SQRT_DK_HINTS),
-            (
-                lambda: _mha_variant(*args, scale="model"),
-                ("Scale by √d_k with d_k = d_model / n_heads, the width of one head, not √d_model.",),
-            ),
-            (
-                lambda: _mha_variant(*args, use_mask=False),
-                _MASK_IGNORED_HINTS[:1]
-                + ("Pass the mask on to the attention of every head; (B, 1, 1, S) and (T, S) masks broadcast.",),
-            ),
-            (
-                lambda: _mha_variant(*args, kv_from_query=True),
-                (
-                    "Keys and values must come from the key and value arguments (the encoder output in "
-                    "cross-attention), not from the query.",
-                ),
-            ),
-        ]
+        variants = _mha_mistakes((m, query, key, value, mask, H))
         hints = _match({"output": out, "weights": w}, variants, dtype) or (
             "Project with W^Q, W^K, W^V, split into heads, attend, merge the heads, project with W^O.",
             "Test split_heads and merge_heads with their own checks first, then compare each step with the "
@@ -272,6 +309,6 @@ def check_multi_head_attention(cls: Callable) -> str:
         which, got_t, want_t = ("weights", w, ref_w) if not _close(w, ref_w, dtype) else ("output", out, ref_out)
         raise _Fail(_differ(which), f"Input: {inputs}\n{_row_diff(which, got_t, want_t, dtype)}", hints)
     return (
-        f"All {len(cases)} cases match tl.MultiHeadAttention with your weights (self- and cross-attention, "
+        f"All {len(cases)} cases match tl.MultiHeadAttention with the check's weights (self- and cross-attention, "
         "masks, a batch of one with length one, float64/float32/bfloat16)."
     )

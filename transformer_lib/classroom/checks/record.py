@@ -9,13 +9,12 @@ runs learner code, so the comparisons with the reference, the catalogue of mista
 learner cannot reach them. A recording whose calls do not match what the check asks (another order, other
 arguments, too many or too few calls) fails the exercise.
 
-What is recorded is data only, parsed defensively and never unpickled: ``None``, ``bool``, ``int``, ``float``,
-``str``, lists, tuples and dicts of them, tensors (dtype, shape and exact bytes, in base64; bfloat16 included) and
-modules (a snapshot: the class the check may rebuild, simple attributes, parameters, buffers, children). In replay a
-module comes back as a *shadow*: children of ``torch.nn`` and library classes are rebuilt as those classes (so
-that a check can run ``m.self_attn(...)`` or read ``m.w_q.weight``), other classes as a ``nn.Module`` holding the
-same tensors whose ``forward`` refuses to run. Any other object comes back as an opaque stand-in with the same type
-name, which no check accepts.
+What is recorded is data only (:mod:`.snapshot`), parsed defensively and never unpickled. In replay a module
+comes back as a *shadow*: its children of the classes the check names (``@_check(..., replays=...)``) are rebuilt as
+those classes, so that a check can run ``m.self_attn(...)`` or read ``m.w_q.weight``; any other class, whatever
+the recording says, as a ``nn.Module`` holding the same tensors whose ``forward`` refuses to run. Every tensor and
+number rebuilt is capped in size. Any other object comes back as an opaque stand-in with the same type name, which
+no check accepts.
 
 What this does not stop: a learner who controls the kernel can print any recording, so a forged one can carry the
 right *outputs* for the check's inputs (which is as hard as calling the reference, and the grader flags calls of
@@ -24,53 +23,21 @@ the reference it can see in the source). It cannot make a wrong output pass, or 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
-import importlib
 import json
-import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 
-from .core import _CHECKS, CheckResult, _Fail, _Outcome, _tape, grade_exercise
+from .core import _CHECKS, _REPLAYS, CheckResult, _Fail, _Outcome, _tape, grade_exercise
+from .snapshot import _DTYPES, _MAX_DEPTH, _VIEW, MAX_RECORDING_CHARS, RecordingError, _Decoder, _encode, _need, _Opaque
 
 __all__ = ["RecordingError", "record_exercise", "replay_exercise", "last_recorded_value", "MAX_RECORDING_CHARS"]
 
 FORMAT = 1
-MAX_RECORDING_CHARS = 8_000_000  # one exercise's recording: the checks' inputs are tiny, a correct one is ~50 kB
-_MAX_DEPTH = 24
-_MAX_ITEMS = 200_000  # values in one recording, all nesting levels together
-_DTYPES = {
-    str(d).removeprefix("torch."): d
-    for d in (
-        torch.float64,
-        torch.float32,
-        torch.float16,
-        torch.bfloat16,
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.int8,
-        torch.uint8,
-        torch.bool,
-        torch.complex64,
-        torch.complex128,
-    )
-}
-# bytes of a tensor are read through an integer view of the same width (bfloat16 has no numpy twin)
-_VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16}
-_TRUSTED = ("torch.nn.", "transformer_lib.")  # classes a shadow may rebuild (the classroom package excluded)
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.<>]{0,99}")
-
-
-class RecordingError(ValueError):
-    """A recording that is not what :func:`record_exercise` writes (bad JSON, wrong types, too large, ...)."""
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -127,211 +94,6 @@ def _fingerprint(fn: Any, args: tuple, kwargs: dict) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Values -> plain data (in the kernel)
-# --------------------------------------------------------------------------------------------------------------
-def _encode_tensor(t: Tensor) -> dict[str, Any]:
-    if t.dtype not in _DTYPES.values() or t.numel() * t.element_size() > MAX_RECORDING_CHARS // 2:
-        return {"t": "opaque", "type": f"Tensor[{t.dtype}, {tuple(t.shape)}]"}  # stands for no tensor a check takes
-    t = t.detach().cpu().contiguous()
-    data = t.view(_VIEW.get(t.dtype, t.dtype)).numpy().tobytes()
-    return {
-        "t": "tensor",
-        "dtype": str(t.dtype).removeprefix("torch."),
-        "shape": list(t.shape),
-        "data": base64.b64encode(data).decode("ascii"),
-    }
-
-
-def _trusted_class(cls: type) -> type | None:
-    """The first class in ``cls``'s MRO that a shadow may rebuild: from torch.nn or the library, not nn.Module."""
-    for c in cls.__mro__:
-        if c is nn.Module or not issubclass(c, nn.Module):
-            continue
-        if c.__module__.startswith(_TRUSTED) and not c.__module__.startswith("transformer_lib.classroom"):
-            return c
-    return None
-
-
-def _simple(v: Any) -> bool:
-    if v is None or type(v) in (bool, int, float, str):
-        return True
-    return type(v) in (tuple, list) and len(v) <= 16 and all(type(x) in (bool, int, float, str) for x in v)
-
-
-def _encode_module(m: nn.Module, depth: int) -> dict[str, Any]:
-    trusted = _trusted_class(type(m))
-    attrs = {k: _encode(v, depth + 1) for k, v in vars(m).items() if not k.startswith("_") and _simple(v)}
-    return {
-        "t": "module",
-        "name": type(m).__name__,
-        "cls": None if trusted is None else f"{trusted.__module__}:{trusted.__qualname__}",
-        "attrs": attrs,
-        "params": {k: None if v is None else _encode_tensor(v) for k, v in m._parameters.items()},
-        "grad": sorted(k for k, v in m._parameters.items() if v is not None and v.requires_grad),
-        "buffers": {k: None if v is None else _encode_tensor(v) for k, v in m._buffers.items()},
-        "transient": sorted(m._non_persistent_buffers_set),
-        "children": {k: None if c is None else _encode_module(c, depth + 1) for k, c in m._modules.items()},
-    }
-
-
-def _encode(x: Any, depth: int = 0) -> Any:
-    if depth > _MAX_DEPTH:
-        return {"t": "opaque", "type": "too deep"}
-    if x is None or type(x) in (bool, int, str):
-        return x
-    if isinstance(x, bool):
-        return bool(x)
-    if isinstance(x, float):
-        return {"t": "float", "v": float(x).hex()}
-    if isinstance(x, int):  # an int subclass counts as its value (a check asks isinstance(t, int))
-        return int(x)
-    if isinstance(x, str):
-        return str(x)
-    if isinstance(x, Tensor):
-        return _encode_tensor(x)
-    if isinstance(x, nn.Module):
-        return _encode_module(x, depth)
-    if isinstance(x, (list, tuple)):
-        return {"t": "tuple" if isinstance(x, tuple) else "list", "v": [_encode(v, depth + 1) for v in x]}
-    if isinstance(x, dict):
-        return {"t": "dict", "v": [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in x.items()]}
-    return {"t": "opaque", "type": type(x).__name__[:100]}
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Plain data -> values (in the grader): strict, bounded, no code runs
-# --------------------------------------------------------------------------------------------------------------
-class _Opaque:
-    """Stands for an object the recording could not carry (a numpy array, a generator, ...)."""
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}>"
-
-
-class _Shadow(nn.Module):
-    """A learner's module in the grader: its tensors and children, and a forward that refuses to run."""
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("the learner's own forward cannot run in the grader")
-
-
-def _need(cond: bool, what: str) -> None:
-    if not cond:
-        raise RecordingError(what)
-
-
-@dataclass
-class _Decoder:
-    items: int = 0
-
-    def value(self, x: Any, depth: int = 0) -> Any:
-        self.items += 1
-        _need(self.items <= _MAX_ITEMS and depth <= _MAX_DEPTH, "the recording is too large or too deeply nested")
-        if x is None or type(x) in (bool, int, str):
-            return x
-        _need(type(x) is dict and type(x.get("t")) is str, f"unexpected value of type {type(x).__name__}")
-        kind = x["t"]
-        if kind == "float":
-            _need(type(x.get("v")) is str and len(x["v"]) < 40, "a float is not in hex")
-            try:
-                return float.fromhex(x["v"])
-            except ValueError:
-                raise RecordingError("a float is not in hex") from None
-        if kind in ("list", "tuple"):
-            _need(type(x.get("v")) is list, f"a {kind} without items")
-            items = [self.value(v, depth + 1) for v in x["v"]]
-            return items if kind == "list" else tuple(items)
-        if kind == "dict":
-            _need(type(x.get("v")) is list and all(type(p) is list and len(p) == 2 for p in x["v"]), "a bad dict")
-            out = {}
-            for k, v in x["v"]:
-                key = self.value(k, depth + 1)
-                _need(key is None or type(key) in (bool, int, float, str, tuple), "a dict key that is no key")
-                out[key] = self.value(v, depth + 1)
-            return out
-        if kind == "tensor":
-            return self.tensor(x)
-        if kind == "module":
-            return self.module(x, depth)
-        if kind == "opaque":
-            name = x.get("type")
-            _need(type(name) is str, "an opaque value without a type name")
-            return type(name[:100] or "object", (_Opaque,), {})()
-        raise RecordingError(f"unknown value kind {kind[:40]!r}")
-
-    def tensor(self, x: Any) -> Tensor:
-        _need(type(x) is dict and x.get("t") == "tensor", "a tensor was expected")
-        dtype = _DTYPES.get(x.get("dtype")) if type(x.get("dtype")) is str else None
-        shape = x.get("shape")
-        if dtype is None:
-            raise RecordingError("a tensor of an unknown dtype")
-        _need(
-            type(shape) is list and len(shape) <= 8 and all(type(s) is int and 0 <= s for s in shape),
-            "a tensor with a bad shape",
-        )
-        _need(type(x.get("data")) is str, "a tensor without data")
-        try:
-            data = base64.b64decode(x["data"], validate=True)
-        except ValueError:
-            raise RecordingError("a tensor's data is not base64") from None
-        numel = math.prod(shape)
-        width = torch.empty((), dtype=dtype).element_size()
-        _need(len(data) == numel * width, "a tensor's data does not fit its shape and dtype")
-        flat = (
-            torch.frombuffer(bytearray(data), dtype=_VIEW.get(dtype, dtype))
-            if data
-            else torch.empty(0, dtype=_VIEW.get(dtype, dtype))
-        )
-        return flat.view(dtype).reshape(shape).clone()
-
-    def module(self, x: dict, depth: int) -> nn.Module:
-        for key in ("attrs", "params", "buffers", "children"):
-            _need(type(x.get(key)) is dict, f"a module without {key}")
-        _need(type(x.get("name")) is str and _NAME.fullmatch(x["name"]) is not None, "a module with a bad name")
-        cls = _resolve(x.get("cls"))
-        m = cls.__new__(cls)
-        nn.Module.__init__(m)
-        for k, v in x["attrs"].items():
-            value = self.value(v, depth + 1)
-            _need(_NAME.fullmatch(k) is not None and _simple(value), "a module attribute that is not simple")
-            object.__setattr__(m, k, value)
-        grad = set(x.get("grad", []))
-        for k, v in x["params"].items():
-            _need(_NAME.fullmatch(k) is not None, "a bad parameter name")
-            m.register_parameter(
-                k,
-                None
-                if v is None
-                else nn.Parameter(self.tensor(v), requires_grad=k in grad and self.tensor(v).is_floating_point()),
-            )
-        transient = set(x.get("transient", []))
-        for k, v in x["buffers"].items():
-            _need(_NAME.fullmatch(k) is not None, "a bad buffer name")
-            m.register_buffer(k, None if v is None else self.tensor(v), persistent=k not in transient)
-        for k, v in x["children"].items():
-            _need(_NAME.fullmatch(k) is not None, "a bad child name")
-            m.add_module(k, None if v is None else self.module(v, depth + 1))
-        return m
-
-
-def _resolve(path: Any) -> type[nn.Module]:
-    """The class a snapshot names, only from torch.nn or the library (never the classroom); else _Shadow."""
-    if path is None:
-        return _Shadow
-    _need(type(path) is str and re.fullmatch(r"[\w.]+:[\w.]+", path) is not None, "a bad class name")
-    module, qualname = path.split(":")
-    if not module.startswith(_TRUSTED) or module.startswith("transformer_lib.classroom"):
-        return _Shadow
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return _Shadow
-    return obj if isinstance(obj, type) and issubclass(obj, nn.Module) and obj is not nn.Module else _Shadow
-
-
-# --------------------------------------------------------------------------------------------------------------
 # The tape: what _call consults
 # --------------------------------------------------------------------------------------------------------------
 @dataclass
@@ -382,8 +144,8 @@ class _Tape:
         )
 
 
-def _parse_calls(calls: Any) -> list[dict[str, Any]]:
-    decoder = _Decoder()
+def _parse_calls(calls: Any, allowed: tuple[type, ...] = ()) -> list[dict[str, Any]]:
+    decoder = _Decoder(allowed)
     _need(type(calls) is list and len(calls) <= 1000, "no list of calls")
     parsed = []
     for c in calls:
@@ -486,7 +248,7 @@ def replay_exercise(
     _need(data.get("check") == check_name, "a recording of another check")
     missing = data.get("missing")
     _need(type(missing) is list and all(type(n) is str for n in missing), "a bad list of missing names")
-    calls = _parse_calls(data.get("calls"))
+    calls = _parse_calls(data.get("calls"), _REPLAYS.get(check_name, ()))
     if check_name not in _CHECKS:
         return grade_exercise(check_name, {}, names, time_limit)
     namespace = {n: type(n, (_Opaque,), {})() for n in names if n not in missing}

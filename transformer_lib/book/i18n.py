@@ -228,7 +228,8 @@ def _alternates(app: Any, pagename: str, context: dict) -> str:
 
 
 def setup(app: Any) -> dict[str, Any]:
-    """Sphinx extension: language links and the switch on every page, CJK fonts on the Chinese site."""
+    """Sphinx extension: language links and the switch on every page, CJK fonts and citations as 作者 等（年份）
+    on the Chinese site."""
 
     def page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
         if app.builder.format != "html":
@@ -247,7 +248,10 @@ def setup(app: Any) -> dict[str, Any]:
         app.add_js_file("language.js")
         app.add_css_file("i18n.css")  # the switch's style; the CJK fonts apply to the Chinese site only
 
+    from transformer_lib.book.citations import use_chinese_citations
+
     app.connect("config-inited", _search_dictionary)
+    app.connect("config-inited", use_chinese_citations)  # 作者 等（年份） on the Chinese site
     app.connect("builder-inited", add_files)
     app.connect("builder-inited", _theme_catalog)
     app.connect("html-page-context", page_context)

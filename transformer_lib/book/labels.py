@@ -64,6 +64,8 @@ LABELS: dict[str, dict[str, str]] = {
         "split": "拆分",
         "concat": "拼接",
         "heads": "头",
+        "mean of heads": "各头平均",  # appendix A's attention explorer, as the live translator's menu says
+        "hover a token on the left": "把指针移到左边的词元上",
         "projections": "投影",
         "cross-entropy": "交叉熵",
         "determiner": "限定词",

@@ -27,6 +27,7 @@ from transformer_lib.book import attention_diagrams as ad
 from transformer_lib.book import diagrams, viz
 from transformer_lib.book import flow_diagrams as fd
 from transformer_lib.book.labels import translate_figure
+from transformer_lib.book.pretrained import attention_explorer_html
 
 ZH_SITE = Path(__file__).resolve().parents[1] / "_build" / "html" / "zh"
 
@@ -166,6 +167,36 @@ def test_an_english_hover_title_axis_or_legend_is_found() -> None:
     ], found
 
 
+def explorer_words(html: str) -> dict[str, Any]:
+    """The words of appendix A's attention explorer (``pretrained.attention_explorer_html``), by language."""
+    match = re.search(r"const D = ", html)
+    assert match, "no attention explorer in this HTML"
+    data, _ = json.JSONDecoder().raw_decode(html, match.end())
+    return data.get("words") or {}  # an explorer made before it had words is English only
+
+
+def explorer_problems(words: dict[str, Any]) -> list[str]:
+    """The explorer's Chinese words that show an English word (its menus, their names, the hint)."""
+    if "zh" not in words:
+        return ["no Chinese words: the explorer is English on the Chinese page"]
+    labels = [(k, v) for k, v in words["zh"].items() if isinstance(v, str)]
+    labels += [(f"{k}[{i}]", x) for k, v in words["zh"].items() if isinstance(v, list) for i, x in enumerate(v)]
+    return [f"{where}: {label!r}" for where, label in labels if english_words(label)]
+
+
+def test_the_attention_explorer_speaks_the_pages_language() -> None:
+    """Appendix A's explorer: one HTML for both builds, its words from the label catalog in both languages."""
+    weights = torch.softmax(torch.randn(2, 3, 4, 4), dim=-1)
+    html = attention_explorer_html(weights, ["[CLS]", "hi", "there", "[SEP]"])
+    assert "hover" not in html.split("<script>", 1)[0]  # no English outside the words the script picks from
+    words = explorer_words(html)
+    assert words["en"]["heads"] == ["head 1", "head 2", "head 3", "mean of heads"]
+    assert words["zh"]["layers"] == ["第 1 层", "第 2 层"]
+    assert explorer_problems(words) == []
+    words["zh"]["heads"][-1] = "mean of heads"  # planted
+    assert explorer_problems(words) == ["heads[3]: 'mean of heads'"]
+
+
 def _site_figures() -> list[tuple[str, dict[str, Any]]]:
     decoder = json.JSONDecoder()
     figures = []
@@ -186,3 +217,16 @@ def test_the_built_chinese_site_shows_no_english_in_its_figures() -> None:
     assert figures, f"no figure found in {ZH_SITE}"
     problems = [f"{where}: {p}" for where, fig in figures for p in figure_problems(fig)]
     assert not problems, f"{len(problems)} English labels on the Chinese site:\n" + "\n".join(problems[:60])
+
+
+@pytest.mark.browser
+def test_the_built_chinese_explorers_have_chinese_words() -> None:
+    """Every attention explorer on the built Chinese site carries Chinese words for its menus and hint."""
+    page = ZH_SITE / "book" / "appendix_pretrained.html"
+    if not page.exists():
+        pytest.skip(f"no built Chinese site in {ZH_SITE}: run scripts/i18n.py build first")
+    html = page.read_text(encoding="utf-8")
+    explorers = [html[m.start() :] for m in re.finditer(r"const D = ", html)]
+    assert explorers, f"no attention explorer on {page}"
+    problems = [p for part in explorers for p in explorer_problems(explorer_words(part))]
+    assert not problems, "English in the explorer's Chinese words:\n" + "\n".join(problems)

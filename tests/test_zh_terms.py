@@ -32,6 +32,8 @@ VARIANTS: dict[str, str] = {
     r"base 模型|Base 模型": "基础模型",
     r"本章概览": "本章内容",  # "In this chapter"
     r"列印": "打印",  # mainland usage
+    r"提示和答案|[显隐][示藏]答案": "解答 (Solution: 提示和解答, 显示解答)",  # 答案 stays where it is an answer
+    r"词元\s?(?:id|ID)\b|(?<![（(])token id": "词元索引 (token ID, as the glossary says; 词元索引（token id）at most)",
     r"\d\s*百万|\d\s*M 个": "万 / 亿 (43.6 million: 4360 万; 65 M: 6500 万)",
     r"\b[A-Z][\w-]+ et al\.?\s*[（(,]|等人[，（]": "作者 等（年份）, or （作者 等，年份） in brackets",
 }
@@ -92,6 +94,7 @@ def test_the_variants_are_not_the_glossarys_terms():
         ("The RNN's hidden state", "RNN 的隐藏状态"),
         ("a word tokenizer", "一个单词分词器"),
         ("masked self-attention", "掩码自注意力"),
+        ("Each exercise has a hint and a solution to fold open.", "每道练习都附有可以展开的提示和答案。"),
     ],
 )
 def test_a_planted_variant_fails(msgid: str, planted: str) -> None:
@@ -99,6 +102,11 @@ def test_a_planted_variant_fails(msgid: str, planted: str) -> None:
     # the same Chinese quoted by its English (appendix D lists the notes' terms) is allowed
     quoted = re.sub(r"[^\u4e00-\u9fff]+", " ", planted).split()
     assert not variant_problems(msgid + " (" + " ".join(quoted) + ")", planted)
+
+
+def test_a_token_id_variant_fails() -> None:
+    assert variant_problems("the token IDs", "这些词元 ID") and variant_problems("a token ID", "一个 token id")
+    assert not variant_problems("a token ID", "一个词元索引（token id）")
 
 
 def test_the_figures_label_catalog_uses_no_variant():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -228,7 +229,8 @@ def _alternates(app: Any, pagename: str, context: dict) -> str:
 
 
 def setup(app: Any) -> dict[str, Any]:
-    """Sphinx extension: language links and the switch on every page, CJK fonts on the Chinese site."""
+    """Sphinx extension: language links and the switch on every page, CJK fonts and citations as 作者 等（年份）
+    on the Chinese site."""
 
     def page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
         if app.builder.format != "html":
@@ -237,6 +239,8 @@ def setup(app: Any) -> dict[str, Any]:
         language = site_language(app.config)
         if language != "en" and "body" in context:
             context["body"] = translate_page_text(context["body"], language)
+        if language != "en":  # the book's title (<title>, the logo's text) and footer, from the theme's catalog
+            _site_words(context)
         if language != "en" and "theme_search_bar_text" in context:  # the header's search field, on every page
             words = PAGE_TEXT.get(language, {})
             context["theme_search_bar_text"] = words.get(
@@ -247,7 +251,11 @@ def setup(app: Any) -> dict[str, Any]:
         app.add_js_file("language.js")
         app.add_css_file("i18n.css")  # the switch's style; the CJK fonts apply to the Chinese site only
 
+    from transformer_lib.book.citations import use_chinese_citations
+
     app.connect("config-inited", _search_dictionary)
+    app.connect("config-inited", use_chinese_citations)  # 作者 等（年份） on the Chinese site
+    app.connect("config-inited", _templates)
     app.connect("builder-inited", add_files)
     app.connect("builder-inited", _theme_catalog)
     app.connect("html-page-context", page_context)
@@ -256,6 +264,28 @@ def setup(app: Any) -> dict[str, Any]:
 
 
 THEME_CATALOG = "booktheme"  # sphinx-book-theme's message catalog (its "Print to PDF", "Launch on", ...)
+TEMPLATES = Path(__file__).with_name("templates")  # theme components whose words the theme left out of its catalog
+
+
+def _templates(app: Any, config: Any) -> None:
+    """Put :data:`TEMPLATES` first in ``templates_path``: the sidebar buttons with their tooltips through
+    ``translate`` (the theme's catalog: "Toggle primary sidebar" is written into sphinx-book-theme's template)."""
+    config.templates_path = [str(TEMPLATES), *[p for p in config.templates_path if p != str(TEMPLATES)]]
+
+
+def _site_words(context: dict) -> None:
+    """The book's title and footer (``_config.yml``'s ``title`` and ``extra_footer``) in the page's language, from
+    the project's ``booktheme.po``: Sphinx translates neither."""
+    from sphinx.locale import get_translation
+
+    words = get_translation(THEME_CATALOG)
+    title = context.get("docstitle")
+    if isinstance(title, str) and words(title) != title:
+        context["titlesuffix"] = str(context.get("titlesuffix", "")).replace(title, words(title))
+        context["docstitle"] = words(title)
+    footer = context.get("theme_extra_footer")
+    if isinstance(footer, str) and footer:
+        context["theme_extra_footer"] = words(footer)
 
 
 def _theme_catalog(app: Any) -> None:

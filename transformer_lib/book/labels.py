@@ -64,6 +64,13 @@ LABELS: dict[str, dict[str, str]] = {
         "split": "拆分",
         "concat": "拼接",
         "heads": "头",
+        "mean of heads": "各头平均",  # appendix A's attention explorer, as the live translator's menu says
+        "hover a token on the left": "把指针移到左边的词元上",
+        # the live translator's placeholder (live_translator.page_html), shown until translator.js starts
+        "The live translator runs on the book's website, in the browser, with no kernel: "
+        "open this chapter there to translate your own sentences.": "这个翻译器在本书的网站上运行，就在浏览器里，"
+        "不需要内核：到网站上打开本章，就能翻译你自己写的句子。",
+        "(It could not start here: {error})": "（它无法在这里启动：{error}）",
         "projections": "投影",
         "cross-entropy": "交叉熵",
         "determiner": "限定词",

@@ -39,6 +39,7 @@ from ..kv_cache import DecodingState
 from ..models import Transformer, TransformerConfig
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, SPACE_MARK, UNK_ID
 from . import recipes
+from .labels import translate
 
 __all__ = [
     "EncoderGraph",
@@ -279,6 +280,14 @@ def export_translator(out_dir: str | Path, checkpoint: str | Path = CHECKPOINT) 
     return TranslatorFiles(encoder, decoder, metadata)
 
 
+# The placeholder's English (the label catalog, transformer_lib/book/labels.py, has its Chinese)
+_PLACEHOLDER = {
+    "placeholder": "The live translator runs on the book's website, in the browser, with no kernel: "
+    "open this chapter there to translate your own sentences.",
+    "failed": " (It could not start here: {error})",
+}
+
+
 def page_html(static: str = "../_static", element_id: str = "live-translator") -> str:
     """The HTML a chapter displays to embed the live translator.
 
@@ -289,12 +298,16 @@ def page_html(static: str = "../_static", element_id: str = "live-translator") -
     """
     eid = html.escape(element_id, quote=True)
     fallback = json.dumps(static)
+    # the placeholder's words in both languages, from the label catalog: the Chinese site (<html lang="zh-CN">)
+    # shows its own, as translator.js does for the rest (a notebook's output is the same in both builds)
+    words = {lang: {key: translate(text, lang) for key, text in _PLACEHOLDER.items()} for lang in ("en", "zh")}
     return f"""<div id="{eid}" class="tl-live-translator">
-<p class="tl-lt-placeholder"><em>The live translator runs on the book's website, in the browser, with no
-kernel: open this chapter there to translate your own sentences.</em></p>
+<p class="tl-lt-placeholder"><em>{html.escape(_PLACEHOLDER["placeholder"])}</em></p>
 </div>
 <script type="module">
 const el = document.getElementById({json.dumps(element_id)});
+const words = {json.dumps(words, ensure_ascii=False)}[document.documentElement.lang === "zh-CN" ? "zh" : "en"];
+el.querySelector(".tl-lt-placeholder em").textContent = words.placeholder;
 // the site's _static folder, relative to this page: taken from a script the page already loads, plotly.js first
 // (the Chinese pages load it, and the translator, from the English site's _static: scripts/i18n.py share-static)
 const sources = [...document.scripts].map(s => s.getAttribute("src") || "");
@@ -305,7 +318,7 @@ const base = new URL(root + "/", document.baseURI).href;
 import(base + "translator/translator.js")
   .then(m => m.mount(el, base))
   .catch(err => {{ el.dataset.state = "error"; el.querySelector(".tl-lt-placeholder").insertAdjacentText(
-    "beforeend", " (It could not start here: " + err.message + ")"); }});
+    "beforeend", words.failed.replace("{{error}}", err.message)); }});
 </script>"""
 
 

@@ -31,6 +31,7 @@ from ..layers import EncoderOutput
 from ..models import EncoderOnlyModel, TransformerConfig
 from ..tokenization.wordpiece import WordPieceTokenizer
 from ..validation import check_tensor
+from .labels import translate
 
 __all__ = [
     "BERT_TO_OURS",
@@ -290,6 +291,7 @@ _EXPLORER_JS = """
 (function () {
   const root = document.getElementById("%(id)s");
   const D = %(data)s;  // D.w[layer][head][query][key] in thousandths
+  const W = D.words[document.documentElement.lang === "zh-CN" ? "zh" : "en"];  // the page's language
   const nLayers = D.w.length, nHeads = D.w[0].length, T = D.tokens.length;
   function menu(slot, n, label, name) {
     const s = document.createElement("select");
@@ -298,8 +300,9 @@ _EXPLORER_JS = """
     root.querySelector(slot).appendChild(s);
     return s;
   }
-  const layerMenu = menu(".layer", nLayers, i => "layer " + (i + 1), "layer");
-  const headMenu = menu(".head", nHeads + 1, i => (i < nHeads ? "head " + (i + 1) : "mean of heads"), "head");
+  const layerMenu = menu(".layer", nLayers, i => W.layers[i], W.layer);
+  const headMenu = menu(".head", nHeads + 1, i => W.heads[i], W.head);  // the last: the mean of the heads
+  root.querySelector(".hint").textContent = W.hint;
   function column(slot) {
     return D.tokens.map(t => {
       const d = document.createElement("div");
@@ -345,6 +348,24 @@ _EXPLORER_JS = """
 """
 
 
+def _explorer_words(n_layers: int, n_heads: int) -> dict[str, dict[str, str | list[str]]]:
+    """The explorer's words in both languages, from the label catalog; its script shows those of the page's
+    language (the Chinese site's ``<html lang="zh-CN">``), since a notebook's output is the same in both builds."""
+    english: dict[str, str | list[str]] = {
+        "layer": "layer",
+        "head": "head",
+        "hint": "hover a token on the left",
+        "layers": [f"layer {i + 1}" for i in range(n_layers)],
+        "heads": [f"head {h + 1}" for h in range(n_heads)] + ["mean of heads"],
+    }
+    return {
+        lang: {
+            k: translate(v, lang) if isinstance(v, str) else [translate(x, lang) for x in v] for k, v in english.items()
+        }
+        for lang in ("en", "zh")
+    }
+
+
 def attention_explorer_html(weights: Tensor, tokens: Sequence[str], layer: int = 0, head: int = 0) -> str:
     """A self-contained HTML view of every head (no external script): choose a layer and a head, hover a token
     on the left (the query) to see where it attends on the right (the keys); thicker, darker = more weight.
@@ -372,6 +393,7 @@ def attention_explorer_html(weights: Tensor, tokens: Sequence[str], layer: int =
             "tokens": list(tokens),
             "layer": layer,
             "head": head,
+            "words": _explorer_words(n_layers, n_heads),
         },
         separators=(",", ":"),
     )
@@ -382,7 +404,7 @@ def attention_explorer_html(weights: Tensor, tokens: Sequence[str], layer: int =
     col = "display:flex;flex-direction:column;min-width:90px;padding:0 6px;"
     return (
         f'<div id="{uid}"><div style="margin-bottom:6px"><span class="layer"></span> <span class="head"></span>'
-        f' <small>hover a token on the left</small></div><div style="{style}">'
+        f' <small class="hint"></small></div><div style="{style}">'
         f'<div class="q" style="{col}text-align:right;cursor:pointer"></div>'
         f'<svg width="120" height="{height}" style="flex:none"></svg>'
         f'<div class="k" style="{col}"></div></div>'

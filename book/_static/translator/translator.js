@@ -32,6 +32,7 @@ const WORDS = {
     hover: "writes %{customdata[0]}<br>reads %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
     step: "step", reads: "reads", writes: "writes", top: "top candidates (probability)",
     beamHeader: "the best 2k extensions: a beam's last token + a new token, log-probability (✔ ended with &lt;eos&gt;)",
+    failed: message => message,
   },
   zh: {
     english: "英语", translate: "翻译", method: "方法", greedy: "贪心搜索", beam: "束搜索", sample: "采样",
@@ -52,6 +53,7 @@ const WORDS = {
     beamHeader: "最好的 2k 个扩展：某条束的最后一个词元 + 一个新词元，对数概率（✔ 以 &lt;eos&gt; 结束）",
     empty: () => "请先输入一句符合玩具语法的英语句子。",
     tooLong: d => `这句话有 ${d.tokens} 个词元；模型最多读取 max_len = ${d.max} 个。`,
+    failed: message => `翻译器无法运行：${message}`,
   },
 };
 const W = document.documentElement.lang === "zh-CN" ? WORDS.zh : WORDS.en;
@@ -234,8 +236,9 @@ export async function mount(el, base) {
       $(".tl-lt-timing").textContent = ""; // no time of an earlier translation next to the error
       $(".tl-lt-steps").innerHTML = "";
       if (window.Plotly) window.Plotly.purge($(".tl-lt-heatmap"));
-      // unreadable input: model.js words it in English, the Chinese page in Chinese; anything else as it came
-      $(".tl-lt-message").textContent = W[err.reason] ? W[err.reason](err.details) : err.message;
+      // unreadable input: model.js words it in English, the Chinese page in Chinese; anything else as it came,
+      // after the page's words for a failure
+      $(".tl-lt-message").textContent = W[err.reason] ? W[err.reason](err.details) : W.failed(err.message);
       $(".tl-lt-message").classList.add("tl-lt-warning");
       el.dataset.state = "error";
     }

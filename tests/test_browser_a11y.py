@@ -70,3 +70,31 @@ def test_axe_finds_a_planted_violation(browser, site_url: str) -> None:
         assert {"image-alt", "select-name"} <= found, found
     finally:
         context.close()
+
+
+def test_the_built_html_names_its_controls_before_any_script_runs() -> None:
+    """What the build writes, read without a browser (no script has run): every sidebar toggle (a <summary> showing
+    only an icon) is named after its chapter, in the page's language; the search button is named by what it shows;
+    every <pre> can take the keyboard's focus, so that a wide one can be scrolled (transformer_lib.book.site
+    .accessible_page). What scripts create is named by reader.js and checked by axe above."""
+    import re
+
+    pages = sorted(p for p in SITE.rglob("*.html") if "_static" not in p.relative_to(SITE).parts)
+    if not pages:
+        pytest.skip(NO_SITE)
+    problems = []
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        zh = page.relative_to(SITE).parts[0] == "zh"
+        for summary in re.findall(r"<summary(?: [^>]*)?>\s*<span class=\"toctree-toggle\"", html):
+            if "aria-label" not in summary or ("展开" if zh else "Sections of") not in summary:
+                problems.append(f"{page.relative_to(SITE)}: {summary}")
+        problems += [
+            f"{page.relative_to(SITE)}: {b}"
+            for b in re.findall(r"<button class=\"btn search-button[^>]*aria-label[^>]*>", html)
+        ]
+        problems += [
+            f"{page.relative_to(SITE)}: <pre> without tabindex"
+            for _ in re.findall(r"<pre(?=[\s>])(?![^>]*tabindex)", html)
+        ]
+    assert not problems, problems[:10]

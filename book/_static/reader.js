@@ -51,19 +51,12 @@
     setHidden(stored(), button);
   }
 
-  // Names for assistive technology (axe-core, tests/test_browser_a11y.py), fixed here once for every page:
-  // - the sidebar's ▾ toggles (a <summary> holding only an icon) are named after the chapter they open;
+  // Names for assistive technology (axe-core, tests/test_browser_a11y.py) of what scripts create (the sidebar's
+  // toggles and the search button are named in the HTML: transformer_lib.book.site.accessible_page):
   // - a control whose aria-label does not contain its visible text ("Toggle hidden content" on "Show the check",
   //   "Search" on "Search Ctrl+K") is named by its visible text (a <summary> by whatever it shows, open or closed),
   //   so that what a reader sees is what a voice user says (WCAG 2.5.3).
   function nameControls() {
-    var zh = document.documentElement.lang === "zh-CN";
-    document.querySelectorAll("nav summary").forEach(function (summary) {
-      if (summary.textContent.trim() || summary.getAttribute("aria-label")) { return; }
-      var item = summary.closest("li"), link = item && item.querySelector(":scope > a");
-      var title = link ? link.textContent.trim() : "";
-      summary.setAttribute("aria-label", zh ? "展开" + title + "的小节" : "Sections of " + title);
-    });
     document.querySelectorAll("button[aria-label], summary[aria-label], a[aria-label]").forEach(function (el) {
       var visible = (el.innerText || "").replace(/\s+/g, " ").trim();
       var name = el.getAttribute("aria-label");

@@ -220,6 +220,31 @@ def citation_list_without_roles(body: str) -> str:
     )
 
 
+_NAV_TOGGLE = re.compile(r'(<a class="[^"]*reference internal[^"]*" href="[^"]*">([^<]*)</a>\s*<details[^>]*>\s*<summary)>')
+_SEARCH_BUTTON = re.compile(r'(<button class="btn search-button-field[^"]*"[^>]*?) aria-label="[^"]*"')
+
+
+def accessible_page(html_text: str, zh: bool = False) -> str:
+    """A built page's HTML with what assistive technology needs before any script runs: each sidebar toggle (a
+    ``<summary>`` that shows only an icon) named after the chapter it opens; the search button named by what it shows
+    ("Search Ctrl+K", not the theme's "Search": axe's label-content-name-mismatch); and every ``<pre>`` (code,
+    printed output) focusable, so that a keyboard can scroll one that is wider than the column (axe:
+    scrollable-region-focusable). Controls that scripts create (sphinx-togglebutton's) are named by reader.js.
+
+    >>> accessible_page('<a class="reference internal" href="a.html">6. Heads</a><details><summary><i></i>')
+    '<a class="reference internal" href="a.html">6. Heads</a><details><summary aria-label="Sections of 6. Heads"><i></i>'
+    >>> accessible_page('<pre>x</pre><pre tabindex="0">y</pre>')
+    '<pre tabindex="0">x</pre><pre tabindex="0">y</pre>'
+    """
+
+    def named(match: re.Match) -> str:
+        label = f"展开{match[2]}的小节" if zh else f"Sections of {match[2]}"
+        return f'{match[1]} aria-label="{label}">'
+
+    html_text = _SEARCH_BUTTON.sub(r"\1", _NAV_TOGGLE.sub(named, html_text))  # named by what it shows: Search Ctrl+K
+    return re.sub(r"<pre(?=[\s>])(?![^>]*tabindex)", '<pre tabindex="0"', html_text)
+
+
 def setup(app: Any) -> dict[str, Any]:
     """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
 
@@ -246,7 +271,19 @@ def setup(app: Any) -> dict[str, Any]:
         if "body" in context:
             context["body"] = citation_list_without_roles(context["body"])
 
+    def accessible_pages(app: Any, exception: Exception | None) -> None:
+        if exception is not None or app.builder.format != "html":
+            return
+        zh = site_language(app.config) == "zh_CN"
+        for page in Path(app.outdir).rglob("*.html"):
+            if "_static" not in page.relative_to(app.outdir).parts:
+                text = page.read_text(encoding="utf-8")
+                fixed = accessible_page(text, zh)
+                if fixed != text:
+                    page.write_text(fixed, encoding="utf-8")
+
     app.connect("build-finished", copy_plotly_js)
+    app.connect("build-finished", accessible_pages)
     # a page read again starts without templates: its first figure defines them anew
     app.connect("env-purge-doc", lambda app, env, docname: _TEMPLATES_ON_PAGE.pop(docname, None))
     app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the extensions that add scripts

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from transformer_lib.book import recall
 from transformer_lib.book import recurrent as R
 from transformer_lib.data import recall_task
 
@@ -19,14 +20,15 @@ def _seed():
 def test_make_sequence_layer_recurrent_kinds(kind, cls):
     layer = R.make_sequence_layer(kind, 8, n_layers=2)
     assert type(layer) is cls and layer.batch_first and layer.num_layers == 2 and layer.hidden_size == 8
-    assert R._hidden(layer, torch.randn(3, 5, 8)).shape == (3, 5, 8)
+    assert R.hidden_states(layer, torch.randn(3, 5, 8)).shape == (3, 5, 8)
 
 
 def test_make_sequence_layer_attention_keeps_shape_and_has_no_dropout():
     layer = R.make_sequence_layer("attention", 8, n_heads=2, n_layers=2).train()
     x = torch.randn(3, 5, 8)
-    assert R._hidden(layer, x).shape == (3, 5, 8)
-    assert torch.equal(R._hidden(layer, x), R._hidden(layer, x))  # train mode, yet deterministic: no dropout
+    assert R.hidden_states(layer, x).shape == (3, 5, 8)
+    # train mode, yet deterministic: no dropout
+    assert torch.equal(R.hidden_states(layer, x), R.hidden_states(layer, x))
 
 
 @pytest.mark.parametrize(
@@ -85,7 +87,7 @@ def test_gradient_vs_distance_equals_the_full_jacobian(kind):
     x = torch.randn(5, 4, dtype=torch.float64)
     probe = R.gradient_vs_distance(layer, x=x)
     reference = layer.double().eval()
-    jac = torch.autograd.functional.jacobian(lambda inp: R._hidden(reference, inp[None])[0, -1], x)  # (C, T, C)
+    jac = torch.autograd.functional.jacobian(lambda inp: R.hidden_states(reference, inp[None])[0, -1], x)  # (C, T, C)
     expected = jac.pow(2).sum(dim=(0, 2)).sqrt().flip(0)  # by distance
     assert probe.shape == (5,) and probe.dtype == torch.float64
     assert torch.allclose(probe, expected, rtol=1e-6, atol=1e-12)
@@ -194,7 +196,7 @@ class _AlwaysFour(nn.Module):
 
 def test_recall_accuracy_of_a_constant_model_is_the_frequency_of_its_answer():
     acc = R.recall_accuracy(_AlwaysFour(), 6, n_examples=400)
-    _, targets = recall_task(400, 6, seed=R._TEST_SEED + 6)
+    _, targets = recall_task(400, 6, seed=recall._TEST_SEED + 6)
     assert acc == pytest.approx((targets == 4).float().mean().item())
     assert 0.05 < acc < 0.2  # about 1/8
 

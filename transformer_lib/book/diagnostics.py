@@ -1,6 +1,8 @@
 """Measurements the book makes on the library's models (chapters 5 and 6).
 
-Nothing here is needed to train or run a Transformer; each function answers one question a chapter asks:
+Nothing here is needed to train or run a Transformer; each function answers one question a chapter asks about
+the library's built layers and models (the measurements of the mechanisms on their own, mostly on random vectors,
+are in :mod:`transformer_lib.book.probes`, chapters 3 and 4):
 
 * masks (ch. 5): what goes wrong with the naive ways of masking (:func:`naive_masked_softmax`), whether the
   decoder's parallel pass equals running each prefix on its own (:func:`prefix_by_prefix_logits`), and what a

@@ -3,6 +3,11 @@
 Each function turns one claim of the paper into a number a chapter can assert. Random samples are drawn on the
 CPU from a seeded generator, so they are the same on every machine.
 
+Probes or diagnostics? This module measures the *mechanisms* of chapters 3 and 4 on their own (the attention
+function, the sinusoids, the softmax and its ÷√d_k), mostly on random vectors; the measurements of the library's
+built layers and models (masked decoders, multi-head modules, parameter counts, normalisation) are in
+:mod:`transformer_lib.book.diagnostics`.
+
 Shape legend: ``B`` batch, ``T`` length, ``C`` model width ``d_model``, ``N`` samples, ``S`` keys.
 
 * Attention is permutation-equivariant (§3.5's reason for positions): :func:`permutation_equivariance_gap`.

@@ -10,6 +10,11 @@
   (repeat the first token after ``k`` distractors): briefly trained, an LSTM fails as ``k`` grows, a Transformer
   does not.
 
+The layers are built by :mod:`transformer_lib.book.sequence_layers` and the recall experiment lives in
+:mod:`transformer_lib.book.recall`; this module re-exports their names (and :func:`time_call` of
+:mod:`transformer_lib.book.timing`), so ``recurrent.sequential_steps`` and ``recurrent.recall_experiment`` keep
+working.
+
 The same experiments from the command line (prints tables; on a GPU attention's parallelism shows best)::
 
     python -m transformer_lib.book.recurrent timing --lengths 16,64,256,1024
@@ -24,19 +29,23 @@ import argparse
 import copy
 import math
 import statistics
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention
-from ..data import N_SPECIAL, recall_task
-from ..layers import Encoder, EncoderLayer
-from ..models import EncoderOnlyModel, TransformerConfig
 from ..validation import check_choice, check_positive
+from .recall import RecallModel, RecallResult, recall_accuracy, recall_experiment, train_recall
+from .sequence_layers import (
+    LAYER_KINDS,
+    RECURRENT_KINDS,
+    hidden_states,
+    make_sequence_layer,
+    orthogonal_rnn,
+    sequential_steps,
+)
 from .timing import time_call  # re-exported: chapters call recurrent.time_call
 
 __all__ = [
@@ -55,64 +64,6 @@ __all__ = [
     "RecallResult",
     "recall_experiment",
 ]
-
-RECURRENT_KINDS = ("rnn", "lstm", "gru")
-LAYER_KINDS = (*RECURRENT_KINDS, "attention")
-_RECURRENT = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
-_TEST_SEED = 987_654_321  # recall test sets are drawn from seeds no training batch uses
-
-
-def make_sequence_layer(kind: str, d_model: int, *, n_heads: int = 4, n_layers: int = 1) -> nn.Module:
-    """A stack of ``n_layers`` sequence layers of width ``d_model``, without dropout.
-
-    ``"rnn"`` (tanh), ``"lstm"`` and ``"gru"`` are the ``torch.nn`` layers (batch first); ``"attention"`` is a
-    :class:`~transformer_lib.layers.Encoder` of self-attention blocks (``d_ff = 4 · d_model``, no mask, no positions).
-
-    Shape:
-        input (B, T, C) -> hidden states ``_hidden(layer, x)``: (B, T, C)
-    """
-    check_choice("kind", kind, LAYER_KINDS)
-    check_positive("d_model", d_model)
-    check_positive("n_layers", n_layers)
-    if kind == "attention":
-        return Encoder([EncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0) for _ in range(n_layers)])
-    return _RECURRENT[kind](d_model, d_model, num_layers=n_layers, batch_first=True)
-
-
-def _hidden(layer: nn.Module, x: Tensor) -> Tensor:
-    """Hidden states of every position: recurrent layers return (states, last state), an Encoder the states."""
-    out = layer(x)
-    return out[0] if isinstance(out, tuple) else out  # (B, T, C)
-
-
-def orthogonal_rnn(d_model: int, radius: float, *, seed: int = 0) -> nn.RNN:
-    """A one-layer tanh RNN whose recurrent matrix is ``radius`` times a random orthogonal matrix.
-
-    Every eigenvalue of W_hh then has modulus ``radius``, so a gradient crossing ``k`` steps is multiplied by
-    about ``radius^k`` (less, where tanh saturates): < 1 vanishes, > 1 can explode.
-    """
-    check_positive("d_model", d_model)
-    check_positive("radius", radius, integer=False)
-    generator = torch.Generator().manual_seed(seed)
-    rnn = nn.RNN(d_model, d_model, batch_first=True)
-    q, r = torch.linalg.qr(torch.randn(d_model, d_model, generator=generator))
-    q = q * torch.sign(torch.diagonal(r))  # a uniformly random orthogonal matrix (fix QR's sign ambiguity)
-    with torch.no_grad():
-        rnn.get_parameter("weight_hh_l0").copy_(radius * q)
-    return rnn
-
-
-def sequential_steps(kind: str, seq_len: int, n_layers: int = 1) -> int:
-    """The longest chain of computations that must run one after another (the critical path).
-
-    A recurrent stack needs ``h_{t-1}`` before ``h_t``: ``seq_len + n_layers - 1`` steps (layers can start as soon as
-    the layer below has produced its first state). A self-attention stack computes all positions of a layer at
-    once: ``n_layers`` steps, whatever the length (the paper's "sequential operations", Table 1: O(n) against O(1)).
-    """
-    check_choice("kind", kind, LAYER_KINDS)
-    check_positive("seq_len", seq_len)
-    check_positive("n_layers", n_layers)
-    return n_layers if kind == "attention" else seq_len + n_layers - 1
 
 
 @dataclass
@@ -243,140 +194,11 @@ def gradient_vs_distance(
     x = x.to(device, dtype)
     probe = copy.deepcopy(layer).to(dtype).eval()  # the caller's layer keeps its dtype and mode
     with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
-        n_out = _hidden(probe, x[None]).shape[-1]  # width of h_T
+        n_out = hidden_states(probe, x[None]).shape[-1]  # width of h_T
         xs = x.expand(n_out, *x.shape).clone().requires_grad_(True)  # (n_out, T, C): one copy per unit
-        h_last = _hidden(probe, xs)[:, -1, :]  # (n_out, n_out): row i is h_T of copy i
+        h_last = hidden_states(probe, xs)[:, -1, :]  # (n_out, n_out): row i is h_T of copy i
         (grad,) = torch.autograd.grad(h_last.diagonal().sum(), xs)  # grad[i, t] = ∂h_T[i] / ∂x_t
     return grad.pow(2).sum(dim=(0, 2)).sqrt().flip(0)  # (T,), by distance
-
-
-class RecallModel(nn.Module):
-    """Reads a sequence of ids and predicts one token from its **last** position (for the recall task).
-
-    ``kind`` ``"rnn"``/``"lstm"``/``"gru"``: embedding, a recurrent layer, a linear layer on the final state.
-    ``"transformer"``: a :class:`~transformer_lib.models.EncoderOnlyModel` (sinusoidal positions, ``d_ff = 2 ·
-    d_model``, no dropout) whose per-position logits are read at the last position.
-
-    Shape:
-        ids: (B, T) int64 -> logits (B, V)
-    """
-
-    KINDS = (*RECURRENT_KINDS, "transformer")
-
-    def __init__(
-        self, kind: str, vocab_size: int, d_model: int = 32, *, n_heads: int = 4, n_layers: int = 1, max_len: int = 512
-    ) -> None:
-        super().__init__()
-        check_choice("kind", kind, self.KINDS)
-        check_positive("vocab_size", vocab_size)
-        self.kind = kind
-        if kind == "transformer":
-            config = TransformerConfig(
-                src_vocab_size=vocab_size,
-                tgt_vocab_size=vocab_size,
-                d_model=d_model,
-                n_heads=n_heads,
-                n_encoder_layers=n_layers,
-                n_decoder_layers=0,
-                d_ff=2 * d_model,
-                dropout=0.0,
-                max_len=max_len,
-            )
-            self.encoder = EncoderOnlyModel(config, n_outputs=vocab_size)
-        else:
-            self.embed = nn.Embedding(vocab_size, d_model)
-            self.rnn = make_sequence_layer(kind, d_model, n_layers=n_layers)
-            self.head = nn.Linear(d_model, vocab_size)
-
-    def forward(self, ids: Tensor) -> Tensor:
-        if self.kind == "transformer":
-            return self.encoder(ids)[:, -1]  # (B, T, V) -> (B, V)
-        return self.head(_hidden(self.rnn, self.embed(ids))[:, -1])  # (B, T, C) -> (B, C) -> (B, V)
-
-
-def train_recall(
-    model: nn.Module,
-    distance: int,
-    *,
-    n_symbols: int = 8,
-    steps: int = 150,
-    batch_size: int = 32,
-    lr: float = 3e-3,
-    seed: int = 0,
-) -> list[float]:
-    """Train ``model`` (ids (B, T) -> logits (B, V)) on fresh recall batches; return the loss of every step.
-
-    Batch ``s`` is ``recall_task(batch_size, distance, seed=seed * 1_000_003 + s)``: never the test set of
-    :func:`recall_accuracy`. Adam with gradient clipping at norm 1.
-    """
-    check_positive("steps", steps)
-    check_positive("batch_size", batch_size)
-    device = next(model.parameters()).device
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses = []
-    for step in range(steps):
-        ids, targets = recall_task(batch_size, distance, n_symbols=n_symbols, seed=seed * 1_000_003 + step)
-        loss = F.cross_entropy(model(ids.to(device)), targets.to(device))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
-
-
-@torch.no_grad()
-def recall_accuracy(model: nn.Module, distance: int, *, n_symbols: int = 8, n_examples: int = 500) -> float:
-    """Fraction of a fixed test set (seeded apart from every training batch) whose first token is recalled."""
-    device = next(model.parameters()).device
-    model.eval()
-    ids, targets = recall_task(n_examples, distance, n_symbols=n_symbols, seed=_TEST_SEED + distance)
-    return (model(ids.to(device)).argmax(-1) == targets.to(device)).float().mean().item()
-
-
-@dataclass
-class RecallResult:
-    """Test accuracy and training seconds per model kind, one entry per distance; ``chance = 1 / n_symbols``."""
-
-    distances: list[int]
-    accuracy: dict[str, list[float]] = field(default_factory=dict)
-    seconds: dict[str, list[float]] = field(default_factory=dict)
-    chance: float = 0.125
-
-
-def recall_experiment(
-    kinds: Sequence[str] = ("lstm", "transformer"),
-    distances: Sequence[int] = (2, 8, 32),
-    *,
-    d_model: int = 32,
-    n_symbols: int = 8,
-    steps: int = 150,
-    batch_size: int = 32,
-    lr: float = 3e-3,
-    seed: int = 0,
-    device: torch.device | str = "cpu",
-) -> RecallResult:
-    """Train a fresh :class:`RecallModel` per (kind, distance) with the same budget; return test accuracies.
-
-    Each model starts from ``torch.manual_seed(seed)`` and sees the same batches, so the kinds differ only in
-    architecture.
-    """
-    for kind in kinds:
-        check_choice("kinds[i]", kind, RecallModel.KINDS)
-    result = RecallResult([int(k) for k in distances], chance=1 / n_symbols)
-    vocab_size = N_SPECIAL + n_symbols
-    for kind in kinds:
-        result.accuracy[kind], result.seconds[kind] = [], []
-        for distance in result.distances:
-            torch.manual_seed(seed)
-            model = RecallModel(kind, vocab_size, d_model, max_len=distance + 1).to(device)
-            start = time.perf_counter()
-            train_recall(model, distance, n_symbols=n_symbols, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
-            result.seconds[kind].append(time.perf_counter() - start)
-            result.accuracy[kind].append(recall_accuracy(model, distance, n_symbols=n_symbols))
-    return result
 
 
 def _ints(text: str) -> list[int]:

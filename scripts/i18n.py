@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/i18n.py update   # messages -> _build/gettext/*.pot -> locale/zh_CN/LC_MESSAGES/*.po
     .venv/bin/python scripts/i18n.py build    # the Chinese site, from the same notebooks, into _build/html/zh
-    .venv/bin/python scripts/i18n.py labels [book/04_attention ...]  # figure labels the label catalog lacks
+    .venv/bin/python scripts/i18n.py labels [book/04_attention ...]  # figure labels figures.po lacks
     .venv/bin/python scripts/i18n.py share-static  # after both builds: the Chinese pages use the English _static
 
 Both reuse the executed notebooks of the English build (``_build/.jupyter_cache``), so nothing runs twice; each has
@@ -81,7 +81,8 @@ def build() -> int:
 
 def missing_labels(pages: list[str]) -> dict[str, list[str]]:
     """Per page, the figure labels in the English build's executed notebooks (``_build/.jupyter_cache``) that
-    :data:`transformer_lib.book.labels.LABELS` cannot translate: what the Chinese site would still show in English."""
+    :func:`transformer_lib.book.labels.translate` cannot translate (not in ``locale/zh_CN/LC_MESSAGES/figures.po``,
+    no rule of ``label_patterns.PATTERNS``): what the Chinese site would still show in English."""
     from jupyter_cache import get_cache
 
     from transformer_lib.book.labels import figure_texts, translate

@@ -1,10 +1,11 @@
 """No English word where a reader of the Chinese site looks at a figure (issue 37).
 
 Titles, axis titles, legend entries, slider and menu labels, annotations, the diagrams' hover text and the traces'
-hover templates of a figure on a Chinese page come from the label catalog (transformer_lib/book/labels.py), applied
-by ``labels.translate_figure`` when the page is built. The unit tests draw the library's figures, translate them as
-the site does and look for English words; the last test reads every figure of the built Chinese site (the
-``var fig = {...}`` that site.py writes into a page), so a chapter's own title or axis is checked too.
+hover templates of a figure on a Chinese page come from the figures' catalog (locale/zh_CN/LC_MESSAGES/figures.po,
+read by transformer_lib/book/labels.py), applied by ``labels.translate_figure`` when the page is built. The unit
+tests draw the library's figures, translate them as the site does and look for English words; the last test reads
+every figure of the built Chinese site (the ``var fig = {...}`` that site.py writes into a page), so a chapter's own
+title or axis is checked too.
 
 What may stay in Latin letters: symbols and code names (d_k, qkv_proj, W<sup>Q</sup>), model and method names
 (Transformer, LSTM, BPE, SDPA), and data: a token, an example sentence quoted or given after a Chinese label's colon
@@ -140,8 +141,9 @@ def _library_figures() -> dict[str, Any]:
 
 def test_the_library_figures_show_no_english_on_the_chinese_site() -> None:
     problems = [f"{name}: {p}" for name, fig in _library_figures().items() for p in figure_problems(_zh(fig))]
-    assert not problems, "English on the Chinese site (add the label to labels.LABELS or PATTERNS):\n" + "\n".join(
-        problems
+    assert not problems, (
+        "English on the Chinese site (add the label to locale/zh_CN/LC_MESSAGES/figures.po, or a rule to "
+        "label_patterns.PATTERNS):\n" + "\n".join(problems)
     )
 
 

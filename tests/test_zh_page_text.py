@@ -2,7 +2,7 @@
 buttons' tooltips, and the live translator's placeholder and messages.
 
 The title, footer and tooltips come from the project's booktheme.po (transformer_lib/book/i18n.py); the translator's
-placeholder from the label catalog (transformer_lib/book/labels.py), its messages from translator.js's table.
+placeholder from the figures' catalog (locale/zh_CN/LC_MESSAGES/figures.po), its messages from translator.js's table.
 """
 
 from __future__ import annotations

@@ -280,7 +280,7 @@ def export_translator(out_dir: str | Path, checkpoint: str | Path = CHECKPOINT) 
     return TranslatorFiles(encoder, decoder, metadata)
 
 
-# The placeholder's English (the label catalog, transformer_lib/book/labels.py, has its Chinese)
+# The placeholder's English (the figures' catalog, locale/zh_CN/LC_MESSAGES/figures.po, has its Chinese)
 _PLACEHOLDER = {
     "placeholder": "The live translator runs on the book's website, in the browser, with no kernel: "
     "open this chapter there to translate your own sentences.",

@@ -20,7 +20,7 @@ class Limits:
     """What one kernel may use (``prlimit``; the grader counts the output). The defaults are far above what a correct
     notebook of the assignments uses (measured on their solutions: at most 1.25 GB of address space of which 0.3 GB
     resident and 0.25 GB data, 11 threads, 1.7 s of CPU, 5 kB of output); see
-    :func:`~transformer_lib.classroom.grade.grade_notebook` for what happens at a limit."""
+    :func:`~transformer_lib.classroom.notebook.grade_notebook` for what happens at a limit."""
 
     memory_mb: int = 2048  # heap and private memory (RLIMIT_DATA): a 3 GB tensor is refused; see address_mb
     processes: int = 32  # processes and threads of the kernel's own user (RLIMIT_NPROC)

@@ -22,7 +22,8 @@ import nbformat
 import pytest
 import torch
 
-from transformer_lib.classroom import grade, sandbox, stubs
+from transformer_lib.classroom import folder as class_folder
+from transformer_lib.classroom import grade, integrity, sandbox, stubs
 from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.registry import ASSIGNMENTS
 
@@ -325,9 +326,9 @@ def _with_cell(assignment: str, code: str, at: int = 3) -> nbformat.NotebookNode
 
 
 def test_a_cell_too_deep_to_parse_is_flagged_not_raised():
-    found = grade.integrity.flags(["import torch", DEEP], {"attention": ("attention",)})["attention"]
+    found = integrity.flags(["import torch", DEEP], {"attention": ("attention",)})["attention"]
     assert any("could not be read as Python" in f and "RecursionError" in f for f in found), found
-    assert grade.integrity.definitions(["x = 1", DEEP]) == {"x": [0]}
+    assert integrity.definitions(["x = 1", DEEP]) == {"x": [0]}
 
 
 def test_a_notebook_whose_code_is_too_long_is_not_run_and_says_why(tmp_path):
@@ -360,7 +361,7 @@ def test_the_grader_failing_on_one_notebook_fails_that_notebook_alone(tmp_path, 
         g.assignment, g.results = "03_attention", [CheckResult("attention", True, "ok")]
         return g
 
-    monkeypatch.setattr(grade, "grade_notebook", grade_notebook)
+    monkeypatch.setattr(class_folder, "grade_notebook", grade_notebook)
     before = _tl_libs()
     out = tmp_path / "out" / "grades.csv"
     graded = grade.grade_folder(tmp_path / "class", out, progress=False, unsandboxed=True)
@@ -378,7 +379,7 @@ def test_the_library_copies_are_removed_however_the_run_ends(tmp_path, monkeypat
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(grade, "grade_notebook", interrupted)
+    monkeypatch.setattr(class_folder, "grade_notebook", interrupted)
     before = _tl_libs()
     with pytest.raises(KeyboardInterrupt):
         grade.grade_folder(tmp_path / "class", tmp_path / "out" / "grades.csv", progress=False, unsandboxed=True)
@@ -480,7 +481,7 @@ _ATEN = "def attention(q, k, v, mask=None):\n    return torch.ops.aten._scaled_d
 
 
 def _attention_flags(code: str) -> list[str]:
-    return grade.integrity.flags([_SETUP, code], {"attention": ("attention",)})["attention"]
+    return integrity.flags([_SETUP, code], {"attention": ("attention",)})["attention"]
 
 
 @pytest.mark.parametrize(

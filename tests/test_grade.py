@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from transformer_lib.classroom import folder as class_folder
 from transformer_lib.classroom import grade, sandbox
 from transformer_lib.classroom.assignments import ASSIGNMENTS
 from transformer_lib.classroom.checks import RESULT_MARKER, CheckResult
@@ -223,7 +224,7 @@ needs_namespaces = pytest.mark.skipif(bool(sandbox.bwrap_problem()), reason=sand
 
 
 def _library_digest():
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(grade._LIBRARY.rglob("*.py")))).hexdigest()
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(class_folder._LIBRARY.rglob("*.py")))).hexdigest()
 
 
 def _daemons():

@@ -10,7 +10,7 @@ import pytest
 
 from transformer_lib.classroom import gradebook, similarity
 from transformer_lib.classroom.checks import CheckResult
-from transformer_lib.classroom.results import GradedNotebook
+from transformer_lib.classroom.graded import GradedNotebook
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "book" / "assignments"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
+from .graded import GradedNotebook
 from .registry import ASSIGNMENTS
-from .results import GradedNotebook
-from .tables import _number, clean_text, exercise_rows
+from .sheet_rows import _number, clean_text, exercise_rows
 
 __all__ = ["feedback_markdown", "feedback_file_name"]
 

@@ -2,11 +2,11 @@
 
 From what :mod:`transformer_lib.classroom.grade` found, :func:`write_gradebook` writes, next to ``grades.csv``:
 
-* ``grades.csv``: one row per student per exercise (:mod:`.tables`: points, flags, the graded file and its
+* ``grades.csv``: one row per student per exercise (:mod:`.sheet_rows`: points, flags, the graded file and its
   hash, the roster's ids, a ``no submission`` row for an assignment not handed in);
 * ``grades_totals.csv``: one row per student, every roster student included: a column of points and one of
   maximum points per assignment, ``extra`` (optional extensions), ``total``, ``max`` and ``note``;
-* ``grades_answers.csv``: one row per student per written question (:mod:`.answers`), with an empty ``points``
+* ``grades_answers.csv``: one row per student per written question (:mod:`.written_answers`), with an empty ``points``
   column to fill in by hand;
 * any ``extra`` files the grader asks for (``similarity.csv``, an LMS import file), ``feedback/<student>.md``
   (:mod:`.feedback`), and ``grades.sha256``: the SHA-256 of every file above in ``sha256sum`` format. (That
@@ -14,7 +14,7 @@ From what :mod:`transformer_lib.classroom.grade` found, :func:`write_gradebook` 
 
 Every file is written atomically: to a temporary file in the same folder, flushed to disk, then renamed over the
 old one, so that a reader never sees half a sheet and an interrupted run leaves the previous sheet in place.
-The names of :mod:`.tables`, :mod:`.answers` and :mod:`.feedback` are re-exported here.
+The names of :mod:`.sheet_rows`, :mod:`.written_answers` and :mod:`.feedback` are re-exported here.
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .answers import ANSWER_COLUMNS, answer_rows
 from .feedback import feedback_file_name, feedback_markdown
-from .results import GradedNotebook
-from .tables import (
+from .graded import GradedNotebook
+from .sheet_rows import (
     EXERCISE_COLUMNS,
     NO_SUBMISSION,
     ROSTER_COLUMNS,
@@ -42,6 +41,7 @@ from .tables import (
     totals_table,
     written_points,
 )
+from .written_answers import ANSWER_COLUMNS, answer_rows
 
 __all__ = [
     "EXERCISE_COLUMNS",
@@ -105,7 +105,7 @@ def write_atomic(path: str | Path, text: str) -> str:
 
 
 def _cell(value: Any, lines: bool = False) -> Any:
-    """A text as one clean line (:func:`~.tables.clean_text`; its line breaks kept with ``lines``); one that a
+    """A text as one clean line (:func:`~.sheet_rows.clean_text`; its line breaks kept with ``lines``); one that a
     spreadsheet would run as a formula (a student's answer ``=HYPERLINK(...)``) gets a leading apostrophe, so that
     it shows as text (OWASP's advice against CSV injection); numbers are left alone."""
     if not isinstance(value, str):

@@ -4,7 +4,7 @@
 it is given in order. A cell that runs past its limit is interrupted; a kernel that does not answer the interrupt
 within a grace period (a loop that catches ``BaseException``) is killed, and so is one past the notebook's deadline.
 A kernel that dies (``os._exit``, a crash) ends the run too. The caller learns which cell it was, and decides what
-to run next (:func:`transformer_lib.classroom.grade.grade_notebook` re-runs the cells that define what is left to
+to run next (:func:`transformer_lib.classroom.notebook.grade_notebook` re-runs the cells that define what is left to
 grade, in a fresh kernel). When :func:`run_cells` returns, the kernel and every process it started are gone.
 
 It also says which of the sandbox's :class:`~transformer_lib.classroom.sandbox.Limits` a cell met: memory, processes

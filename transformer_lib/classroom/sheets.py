@@ -30,8 +30,8 @@ from pathlib import Path
 
 from .gradebook import csv_text, read_sheet, sha256_file, write_atomic
 from .lms import LMS_FORMATS, lms_csv
+from .sheet_rows import totals_from_rows, written_points
 from .submissions import roster_rows
-from .tables import totals_from_rows, written_points
 
 __all__ = ["load_key", "anchor", "verify", "retotal", "main"]
 

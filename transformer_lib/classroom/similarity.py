@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .graded import GradedNotebook
 from .registry import ASSIGNMENTS
-from .results import GradedNotebook
 from .source import Cell, read_cells
 
 __all__ = ["SIMILARITY_COLUMNS", "DEFAULT_THRESHOLD", "solution_code", "similar_pairs", "flag_similar"]

@@ -186,6 +186,57 @@ def _judge_parts(cases: list[tuple[str, dict[str, Tensor | None]]], answers: lis
     _part("returned weights", returned and rows)
 
 
+def _mistake_hints(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, out: Tensor, w: Tensor, ref_w: Tensor
+) -> tuple[str, ...]:
+    """The hints for a wrong answer ``(out, w)``: those of the catalogued mistake it matches (a wrong scale, the
+    softmax over the wrong axis, a mask inverted, ignored or applied after the softmax), else what its weights
+    show (rows that do not sum to 1, weight on blocked keys, right weights but a wrong output)."""
+    d, S = q.shape[-1], k.shape[-2]
+    variants: list[tuple[Callable[[], dict], tuple[str, ...]]] = [
+        (partial(_attention_variant, q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
+        (
+            partial(_attention_variant, q, k, v, mask, scale=1 / d),
+            ("You divided by d_k; divide by √d_k (math.sqrt(d_k)).",),
+        ),
+        (
+            partial(_attention_variant, q, k, v, mask, scale=math.sqrt(d)),
+            ("You multiplied by √d_k; divide the scores by √d_k instead.",),
+        ),
+        (
+            partial(_attention_variant, q, k, v, mask, scale=1 / math.sqrt(S)),
+            ("d_k is the width of the queries and keys, q.shape[-1], not the number of keys.",),
+        ),
+        (partial(_attention_variant, q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
+        (partial(_attention_variant, q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
+        (
+            partial(_attention_variant, q, k, v, mask, mask_mode="zero"),
+            ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",),
+        ),
+        (partial(_attention_variant, q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
+        (partial(_attention_variant, q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+        (partial(_attention_variant, q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
+    ]
+    hints = _match({"output": out, "weights": w}, variants, q.dtype)
+    if hints is None:
+        sums = w.double().sum(-1)
+        blocked = None if mask is None or mask.all() else w.double().masked_fill(mask, 0.0)  # allowed keys -> 0
+        if not torch.allclose(sums, torch.ones_like(sums), atol=_tol(q.dtype)[1] * 100 + 1e-6):
+            masked_late = blocked is not None and bool(((blocked == 0) | blocked.isneginf()).all())
+            hints = _MASK_AFTER_SOFTMAX_HINTS if masked_late else _SOFTMAX_HINTS
+        elif mask is not None and (w.double() * ~mask).abs().max() > 1e-6:
+            hints = _MASK_IGNORED_HINTS
+        elif _close(w, ref_w, q.dtype):
+            hints = ("The weights are right but the output is not: the output is weights @ v.",)
+        else:
+            hints = (
+                "The weights differ from softmax(q kᵀ / √d_k): compute the scores, scale, mask, then "
+                "softmax over the last axis.",
+                "Work through one query by hand: its scores are q[t] · k[s] for every key s.",
+            )
+    return hints
+
+
 @_check("attention")
 def check_attention(attention: Callable) -> str:
     """Check ``attention(q, k, v, mask=None) -> (output, weights)``, softmax(q kᵀ / √d_k) v with a boolean
@@ -237,48 +288,7 @@ def check_attention(attention: Callable) -> str:
         _expect_dtype("The output", out, q.dtype, inputs)
         if _close(out, ref_out, q.dtype) and _close(w, ref_w, q.dtype):
             continue
-        d = q.shape[-1]
-        variants: list[tuple[Callable[[], dict], tuple[str, ...]]] = [
-            (partial(_attention_variant, q, k, v, mask, scale=1.0), _SQRT_DK_HINTS),
-            (
-                partial(_attention_variant, q, k, v, mask, scale=1 / d),
-                ("You divided by d_k; divide by √d_k (math.sqrt(d_k)).",),
-            ),
-            (
-                partial(_attention_variant, q, k, v, mask, scale=math.sqrt(d)),
-                ("You multiplied by √d_k; divide the scores by √d_k instead.",),
-            ),
-            (
-                partial(_attention_variant, q, k, v, mask, scale=1 / math.sqrt(S)),
-                ("d_k is the width of the queries and keys, q.shape[-1], not the number of keys.",),
-            ),
-            (partial(_attention_variant, q, k, v, mask, dim=-2), _SOFTMAX_HINTS),
-            (partial(_attention_variant, q, k, v, mask, mask_mode="invert"), _MASK_INVERTED_HINTS),
-            (
-                partial(_attention_variant, q, k, v, mask, mask_mode="zero"),
-                ("Masked scores were set to 0, which still gets weight exp(0) = 1: use float('-inf').",),
-            ),
-            (partial(_attention_variant, q, k, v, mask, mask_mode="ignore"), _MASK_IGNORED_HINTS),
-            (partial(_attention_variant, q, k, v, mask, mask_mode="after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
-            (partial(_attention_variant, q, k, v, mask, mask_mode="-inf after softmax"), _MASK_AFTER_SOFTMAX_HINTS),
-        ]
-        hints = _match({"output": out, "weights": w}, variants, q.dtype)
-        if hints is None:
-            sums = w.double().sum(-1)
-            blocked = None if mask is None or mask.all() else w.double().masked_fill(mask, 0.0)  # allowed keys -> 0
-            if not torch.allclose(sums, torch.ones_like(sums), atol=_tol(q.dtype)[1] * 100 + 1e-6):
-                masked_late = blocked is not None and bool(((blocked == 0) | blocked.isneginf()).all())
-                hints = _MASK_AFTER_SOFTMAX_HINTS if masked_late else _SOFTMAX_HINTS
-            elif mask is not None and (w.double() * ~mask).abs().max() > 1e-6:
-                hints = _MASK_IGNORED_HINTS
-            elif _close(w, ref_w, q.dtype):
-                hints = ("The weights are right but the output is not: the output is weights @ v.",)
-            else:
-                hints = (
-                    "The weights differ from softmax(q kᵀ / √d_k): compute the scores, scale, mask, then "
-                    "softmax over the last axis.",
-                    "Work through one query by hand: its scores are q[t] · k[s] for every key s.",
-                )
+        hints = _mistake_hints(q, k, v, mask, out, w, ref_w)
         name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, q.dtype) else ("output", out, ref_out)
         raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, q.dtype)}", hints)
     return (

@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .graded import GradedNotebook
 from .registry import ASSIGNMENTS
-from .results import GradedNotebook
 
 __all__ = [
     "ROSTER_COLUMNS",
@@ -187,8 +187,9 @@ def _float(value: Any, what: str) -> float:
 def written_points(
     rows: Iterable[dict[str, Any]], where: str = "answers"
 ) -> dict[tuple[str, str], tuple[float, float]]:
-    """``{(student, assignment): (points, max_points)}`` from a filled answers sheet (:data:`.answers.ANSWER_COLUMNS`);
-    rows whose ``points`` is still empty count 0. A point outside 0..max_points is an error that names the row."""
+    """``{(student, assignment): (points, max_points)}`` from a filled answers sheet
+    (:data:`.written_answers.ANSWER_COLUMNS`); rows whose ``points`` is still empty count 0. A point outside
+    0..max_points is an error that names the row."""
     found: dict[tuple[str, str], tuple[float, float]] = {}
     for number, row in enumerate(rows, start=2):
         what = f"{where}, line {number} ({row.get('student')}, {row.get('assignment')}, question {row.get('question')})"

@@ -2,7 +2,7 @@
 
 ``grades_answers.csv`` (:data:`ANSWER_COLUMNS`) has the question, the student's answer, an empty ``points`` column
 that the teacher fills in by hand, and ``max_points``; ``tl-grade totals --answers`` then merges the points into
-the totals (:func:`~.tables.written_points`).
+the totals (:func:`~.sheet_rows.written_points`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .graded import GradedNotebook
 from .registry import ANSWER_HERE, ASSIGNMENTS
-from .results import GradedNotebook
-from .tables import ROSTER_COLUMNS, _ids
+from .sheet_rows import ROSTER_COLUMNS, _ids
 
 __all__ = ["ANSWER_COLUMNS", "answer_rows"]
 

@@ -1,4 +1,4 @@
-"""What grading one notebook found (:class:`GradedNotebook`): written by :mod:`.grade`, read by :mod:`.gradebook`.
+"""What grading one notebook found (:class:`GradedNotebook`): written by :mod:`.notebook`, read by :mod:`.gradebook`.
 
 It lives in a module of its own so that the grader and the gradebook both import it and neither imports the other.
 """

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from .diagrams import Arrow, Box, block_diagram
+from .block_diagrams import Arrow, Box, block_diagram
 from .style import COLORS
 
 __all__ = [

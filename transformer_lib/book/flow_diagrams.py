@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ..decoding import Decodable
-from .diagrams import DIM_TEXT, Arrow, Box, block_diagram, layout_diagram
+from .block_diagrams import DIM_TEXT, Arrow, Box, block_diagram, layout_diagram
 from .style import COLORS
 
 __all__ = ["residual_diagram", "kv_cache_steps", "kv_cache_diagram"]

@@ -87,6 +87,64 @@ def precomputed_html(
     return HTML(f"<div id='{uid}' class='tl-precomputed'><div>{''.join(menus)}</div>{panes}</div>{script}")
 
 
+def _view(draw: Callable[..., go.Figure], combo: dict) -> go.Figure:
+    """``draw(**combo)``, checked: a plotly figure without a slider or menu of its own."""
+    fig = draw(**combo)
+    if not isinstance(fig, go.Figure):
+        raise TypeError(f"draw: expected a plotly Figure for {combo}, got {type(fig).__name__}")
+    if fig.layout.sliders or fig.layout.updatemenus:  # their visibility lists would index the wrong traces
+        raise ValueError(f"draw: the figure for {combo} has its own slider or menu; draw one view per call")
+    return fig
+
+
+def _stacked(views: list[go.Figure], start: int) -> tuple[go.Figure, list[tuple[int, int]]]:
+    """One figure with every view's traces, only view ``start``'s visible, and each view's span of trace indices."""
+    out = go.Figure(layout=views[start].layout)
+    spans = []
+    for i, fig in enumerate(views):
+        first = len(out.data)
+        for trace in fig.data:
+            trace = go.Figure(trace).data[0]  # a copy: the same trace object cannot sit in two figures
+            trace.visible = i == start
+            out.add_trace(trace)
+        spans.append((first, len(out.data)))
+    return out, spans
+
+
+def _control_layout(control: dict, names: list[str], label: str | None) -> dict:
+    """The layout that holds the control: a slider for one argument, a menu of the combinations for several.
+    ``control`` has the views' ``steps`` and the ``active`` one."""
+    prefix = label or ", ".join(names)
+    if len(names) == 1:
+        return dict(
+            sliders=[
+                dict(
+                    active=control["active"],
+                    steps=control["steps"],
+                    currentvalue=dict(prefix=f"{prefix}: "),
+                    pad=dict(t=50),
+                )
+            ]
+        )
+    # below the plot, clear of the title; it opens upwards, over the plot, not off the page
+    return dict(
+        updatemenus=[
+            dict(
+                type="dropdown",
+                active=control["active"],
+                buttons=control["steps"],
+                x=0,
+                xanchor="left",
+                y=-0.22,
+                yanchor="top",
+                direction="up",
+                pad=dict(t=4),
+            )
+        ],
+        margin=dict(b=110),
+    )
+
+
 def precomputed(
     draw: Callable[..., go.Figure],
     choices: Mapping[str, Sequence[Any]],
@@ -110,23 +168,8 @@ def precomputed(
     names = list(choices)
     combos, start = _combinations(choices, initial)
 
-    views = []
-    for combo in combos:
-        fig = draw(**combo)
-        if not isinstance(fig, go.Figure):
-            raise TypeError(f"draw: expected a plotly Figure for {combo}, got {type(fig).__name__}")
-        if fig.layout.sliders or fig.layout.updatemenus:  # their visibility lists would index the wrong traces
-            raise ValueError(f"draw: the figure for {combo} has its own slider or menu; draw one view per call")
-        views.append(fig)
-    out = go.Figure(layout=views[start].layout)
-    spans = []
-    for i, fig in enumerate(views):
-        first = len(out.data)
-        for trace in fig.data:
-            trace = go.Figure(trace).data[0]  # a copy: the same trace object cannot sit in two figures
-            trace.visible = i == start
-            out.add_trace(trace)
-        spans.append((first, len(out.data)))
+    views = [_view(draw, combo) for combo in combos]
+    out, spans = _stacked(views, start)
     titles = [fig.layout.title.text or "" for fig in views]
     notes = [[a.to_plotly_json() for a in fig.layout.annotations] for fig in views]  # e.g. subplot titles
 
@@ -140,34 +183,6 @@ def precomputed(
             method="update", args=[{"visible": visible}, {"title.text": titles[i], "annotations": notes[i]}], label=text
         )
 
-    prefix = label or ", ".join(names)
-    if len(names) == 1:
-        out.update_layout(
-            sliders=[
-                dict(
-                    active=start,
-                    steps=[step(i) for i in range(len(combos))],
-                    currentvalue=dict(prefix=f"{prefix}: "),
-                    pad=dict(t=50),
-                )
-            ]
-        )
-    else:
-        # below the plot, clear of the title; it opens upwards, over the plot, not off the page
-        out.update_layout(
-            updatemenus=[
-                dict(
-                    type="dropdown",
-                    active=start,
-                    buttons=[step(i) for i in range(len(combos))],
-                    x=0,
-                    xanchor="left",
-                    y=-0.22,
-                    yanchor="top",
-                    direction="up",
-                    pad=dict(t=4),
-                )
-            ],
-            margin=dict(b=110),
-        )
+    control = dict(active=start, steps=[step(i) for i in range(len(combos))])
+    out.update_layout(**_control_layout(control, names, label))
     return out

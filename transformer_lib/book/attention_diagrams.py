@@ -3,7 +3,7 @@ the Q/K/V projections with the shapes a real tensor takes, and cross-attention's
 
 Every number on these pictures is read from a :class:`~transformer_lib.MultiHeadAttention` (its ``d_head``,
 ``n_heads``, the shape of ``qkv_proj.weight``) or from the shapes of tensors that went through it, so a picture
-changes when the module does. The boxes are :func:`.diagrams.block_diagram` boxes; chapters 4, 6 and 7 show them.
+changes when the module does. The boxes are :func:`.block_diagrams.block_diagram` boxes; chapters 4, 6 and 7 show them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the Q/K/V projections with the shapes a real tensor takes, and cross-attention's
 
 Every number on these pictures is read from a :class:`~transformer_lib.MultiHeadAttention` (its ``d_head``,
 ``n_heads``, the shape of ``qkv_proj.weight``) or from the shapes of tensors that went through it, so a picture
-changes when the module does. The boxes are :func:`.diagrams.block_diagram` boxes; chapters 4, 6 and 7 show them.
+changes when the module does. The boxes are :func:`.block_diagrams.block_diagram` boxes; chapters 4, 6 and 7 show them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from .diagrams import Arrow, Box, block_diagram
+from .block_diagrams import Arrow, Box, block_diagram
 from .style import COLORS
 
 __all__ = [
@@ -57,61 +57,39 @@ def scaled_dot_product_diagram(
     root = math.sqrt(d_k)
     root_text = f"{root:g}" if root == int(root) else f"{root:.2f}"
     terms = {k: (f"\n{v}" if notes_terms else "") for k, v in _NOTES_TERMS.items()}
-    w = 2.6
     boxes = [
         Box("q", f"Q\n(T, {d_k})", -1.5, 0, 1.2, 0.62, BLUE, hover="one head's queries: T positions × d_k"),
         Box("k", f"K\n(S, {d_k})", 0.0, 0, 1.2, 0.62, BLUE, hover="one head's keys: S positions × d_k"),
         Box("v", f"V\n(S, {d_k})", 2.1, 0, 1.2, 0.62, BLUE, hover="one head's values: S positions × d_v"),
-        Box(
-            "matmul",
-            f"MatMul: Q Kᵀ{terms['matmul']}",
-            -0.75,
-            1.0,
-            w,
-            0.62,
-            PURPLE,
-            hover="(T, S) scores: one dot product per (query, key) pair",
-        ),
-        Box(
+    ]
+    steps = [  # bottom to top: (name, label, row, colour, hover)
+        ("matmul", "MatMul: Q Kᵀ", 1.0, PURPLE, "(T, S) scores: one dot product per (query, key) pair"),
+        (
             "scale",
-            f"Scale: ÷ √{d_k} = ÷ {root_text}{terms['scale']}",
-            -0.75,
+            f"Scale: ÷ √{d_k} = ÷ {root_text}",
             1.9,
-            w,
-            0.62,
             ORANGE,
-            hover=f"d_k = {d_k} read from the module (d_head); keeps the scores' variance near 1, §3.2.1",
+            f"d_k = {d_k} read from the module (d_head); keeps the scores' variance near 1, §3.2.1",
         ),
-        Box(
-            "mask",
-            f"Mask (optional){terms['mask']}",
-            -0.75,
-            2.8,
-            w,
-            0.62,
-            GREY,
-            hover="blocked (query, key) pairs get -inf, so exactly zero weight",
-        ),
-        Box(
+        ("mask", "Mask (optional)", 2.8, GREY, "blocked (query, key) pairs get -inf, so exactly zero weight"),
+        (
             "softmax",
-            f"SoftMax (rows sum to 1){terms['softmax']}",
-            -0.75,
+            "SoftMax (rows sum to 1)",
             3.7,
-            w,
-            0.62,
             RED,
-            hover="(T, S) weights: row i is query i's distribution over the S keys",
+            "(T, S) weights: row i is query i's distribution over the S keys",
         ),
-        Box(
+        (
             "out",
-            f"MatMul with V → (T, {d_k}){terms['out']}",
-            -0.75,
+            f"MatMul with V → (T, {d_k})",
             4.6,
-            w,
-            0.62,
             PURPLE,
-            hover="each query's output: a weighted average of the value rows",
+            "each query's output: a weighted average of the value rows",
         ),
+    ]
+    boxes += [
+        Box(name, label + terms[name], -0.75, row, 2.6, 0.62, color, hover=hover)
+        for name, label, row, color, hover in steps
     ]
     arrows: list[tuple[str, ...] | Arrow] = [
         ("q", "matmul"),
@@ -132,17 +110,11 @@ def notes_flowchart(attn: MultiHeadAttention, **kwargs):
     return scaled_dot_product_diagram(attn, notes_terms=True, **kwargs)
 
 
-def multi_head_diagram(
-    mha: MultiHeadAttention, *, title: str | None = None, height: int = 540, backend: str = "plotly"
-):
-    """Figure 2, right: V, K, Q → their linear projections → split into h heads → h heads of scaled dot-product
-    attention in parallel → Concat → linear W^O. h, d_k and every width are read from ``mha``: the split row shows
-    d_model = h · d_k, and each head is labelled with its d_k (up to 8 heads are drawn one by one; more are drawn as
-    the first three, "…", the last two)."""
-    mha = _check_attention("mha", mha)
+def _projection_boxes(mha: MultiHeadAttention) -> list[Box]:
+    """Figure 2, right, second and third rows: the linear projections W^Q, W^K, W^V (rows of the fused
+    ``qkv_proj``) and the split of d_model into h heads of d_k."""
     h, d_k, C = mha.n_heads, mha.d_head, mha.d_model
-    out_features, in_features = mha.o_proj.weight.shape
-    boxes = [Box(n, n, x, 0, 1.2, 0.5, GREY, hover=f"(B, ·, {C})") for n, x in (("V", -2.0), ("K", 0.0), ("Q", 2.0))]
+    boxes: list[Box] = []
     for name, x in (("V", -2.0), ("K", 0.0), ("Q", 2.0)):
         rows = {"Q": f"0:{C}", "K": f"{C}:{2 * C}", "V": f"{2 * C}:{3 * C}"}[name]
         boxes.append(
@@ -170,6 +142,13 @@ def multi_head_diagram(
             f"i·{d_k} to (i+1)·{d_k} − 1",
         )
     )
+    return boxes
+
+
+def _head_boxes(h: int, d_k: int) -> list[Box]:
+    """Figure 2, right, the heads' row: up to 8 heads one by one (more: the first three, "…", the last two), each
+    labelled with as much as its width holds, in a frame that names them all."""
+    boxes: list[Box] = []
     shown = [str(i) for i in range(1, h + 1)] if h <= 8 else ["1", "2", "3", "…", str(h - 1), str(h)]
     width = 5.8 / len(shown)
 
@@ -207,6 +186,22 @@ def multi_head_diagram(
             font_size=11,
         )
     )
+    return boxes
+
+
+def multi_head_diagram(
+    mha: MultiHeadAttention, *, title: str | None = None, height: int = 540, backend: str = "plotly"
+):
+    """Figure 2, right: V, K, Q → their linear projections → split into h heads → h heads of scaled dot-product
+    attention in parallel → Concat → linear W^O. h, d_k and every width are read from ``mha``: the split row shows
+    d_model = h · d_k, and each head is labelled with its d_k (up to 8 heads are drawn one by one; more are drawn as
+    the first three, "…", the last two)."""
+    mha = _check_attention("mha", mha)
+    h, d_k, C = mha.n_heads, mha.d_head, mha.d_model
+    out_features, in_features = mha.o_proj.weight.shape
+    boxes = [Box(n, n, x, 0, 1.2, 0.5, GREY, hover=f"(B, ·, {C})") for n, x in (("V", -2.0), ("K", 0.0), ("Q", 2.0))]
+    boxes += _projection_boxes(mha)
+    boxes += _head_boxes(h, d_k)
     boxes += [
         Box(
             "concat",

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ..decoding import Decodable
-from .diagrams import DIM_TEXT, Arrow, Box, block_diagram, layout_diagram
+from .block_diagrams import DIM_TEXT, Arrow, Box, block_diagram, layout_diagram
 from .style import COLORS
 
 __all__ = ["residual_diagram", "kv_cache_steps", "kv_cache_diagram"]
@@ -128,6 +128,83 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
     return record
 
 
+_PITCH, _CELL, _ROW_H = 2.3, 0.34, 1.55  # a step's column, a stored position's cell, a layer's block
+
+
+def _draw_step(fig: go.Figure, s: int, step: dict, top: float) -> None:
+    """Column ``s``: its heading, and for each layer one cell per stored position of K and of V, this step's
+    orange, the kept ones blue, with the cache's shape under them."""
+    x0 = 1.2 + s * _PITCH
+    fig.add_annotation(
+        name=f"step{s + 1}",
+        x=x0 + 0.9,
+        y=top + 0.45,
+        showarrow=False,
+        text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
+        font=dict(size=11),
+    )
+    for layer, shape in enumerate(step["self"]):
+        length = shape[2]
+        base = layer * _ROW_H
+        for kind, y in (("K", base + 1.05), ("V", base + 0.65)):
+            for i in range(length):
+                new = i >= length - step["new"]
+                fig.add_shape(
+                    type="rect",
+                    name=f"L{layer + 1}_{kind}_s{s + 1}_{i}",
+                    x0=x0 + i * _CELL,
+                    x1=x0 + (i + 0.85) * _CELL,
+                    y0=y - 0.16,
+                    y1=y + 0.16,
+                    layer="below",
+                    fillcolor=ORANGE if new else BLUE,
+                    opacity=0.9 if new else 0.45,
+                    line=dict(width=0),
+                )
+        fig.add_annotation(
+            name=f"L{layer + 1}_shape_s{s + 1}",
+            x=x0 + 0.9,
+            y=base + 0.28,
+            showarrow=False,
+            text=str(shape).replace(" ", ""),
+            font=dict(size=10, color=DIM_TEXT),
+        )
+
+
+def _draw_layer_labels(fig: go.Figure, n_layers: int, steps: int) -> None:
+    """Each layer's name on the left, and a thin rule between layers across every column."""
+    for layer in range(n_layers):
+        base = layer * _ROW_H
+        fig.add_annotation(
+            name=f"L{layer + 1}_label",
+            x=0.0,
+            y=base + 0.85,
+            showarrow=False,
+            xanchor="left",
+            text=f"layer {layer + 1}<br>K<br>V",
+            font=dict(size=11),
+        )
+        if layer:
+            fig.add_shape(
+                type="line",
+                x0=0,
+                x1=1.2 + steps * _PITCH - 0.3,
+                y0=base - 0.05,
+                y1=base - 0.05,
+                line=dict(color="#e0e0e0", width=1),
+            )
+
+
+def _cache_note(record: list[dict]) -> str:
+    """The note under the columns: the colours, and what the cross-attention cache holds (or that there is none)."""
+    cross = record[0]["cross"][0]
+    return "orange: this step's k, v; blue: kept<br>" + (
+        "cross K, V " + str(cross).replace(" ", "") + " per layer: made at step 1, reused"
+        if cross is not None
+        else "no cross-attention (decoder-only)"
+    )
+
+
 def kv_cache_diagram(
     model: nn.Module,
     prompt: torch.Tensor,
@@ -143,71 +220,11 @@ def kv_cache_diagram(
     were kept from earlier steps and are not recomputed."""
     record = kv_cache_steps(model, prompt, steps, bos_id)
     n_layers = len(record[0]["self"])
-    pitch, cell, row_h = 2.3, 0.34, 1.55
     fig = go.Figure()
-    top = n_layers * row_h
+    top = n_layers * _ROW_H
     for s, step in enumerate(record):
-        x0 = 1.2 + s * pitch
-        fig.add_annotation(
-            name=f"step{s + 1}",
-            x=x0 + 0.9,
-            y=top + 0.45,
-            showarrow=False,
-            text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
-            font=dict(size=11),
-        )
-        for layer, shape in enumerate(step["self"]):
-            length = shape[2]
-            base = layer * row_h
-            for kind, y in (("K", base + 1.05), ("V", base + 0.65)):
-                for i in range(length):
-                    new = i >= length - step["new"]
-                    fig.add_shape(
-                        type="rect",
-                        name=f"L{layer + 1}_{kind}_s{s + 1}_{i}",
-                        x0=x0 + i * cell,
-                        x1=x0 + (i + 0.85) * cell,
-                        y0=y - 0.16,
-                        y1=y + 0.16,
-                        layer="below",
-                        fillcolor=ORANGE if new else BLUE,
-                        opacity=0.9 if new else 0.45,
-                        line=dict(width=0),
-                    )
-            fig.add_annotation(
-                name=f"L{layer + 1}_shape_s{s + 1}",
-                x=x0 + 0.9,
-                y=base + 0.28,
-                showarrow=False,
-                text=str(shape).replace(" ", ""),
-                font=dict(size=10, color=DIM_TEXT),
-            )
-    for layer in range(n_layers):
-        base = layer * row_h
-        fig.add_annotation(
-            name=f"L{layer + 1}_label",
-            x=0.0,
-            y=base + 0.85,
-            showarrow=False,
-            xanchor="left",
-            text=f"layer {layer + 1}<br>K<br>V",
-            font=dict(size=11),
-        )
-        if layer:
-            fig.add_shape(
-                type="line",
-                x0=0,
-                x1=1.2 + len(record) * pitch - 0.3,
-                y0=base - 0.05,
-                y1=base - 0.05,
-                line=dict(color="#e0e0e0", width=1),
-            )
-    cross = record[0]["cross"][0]
-    note = "orange: this step's k, v; blue: kept<br>" + (
-        "cross K, V " + str(cross).replace(" ", "") + " per layer: made at step 1, reused"
-        if cross is not None
-        else "no cross-attention (decoder-only)"
-    )
+        _draw_step(fig, s, step, top)
+    _draw_layer_labels(fig, n_layers, len(record))
     fig.add_annotation(
         name="cross",
         x=0.0,
@@ -215,12 +232,12 @@ def kv_cache_diagram(
         showarrow=False,
         xanchor="left",
         align="left",
-        text=note,
+        text=_cache_note(record),
         font=dict(size=10, color=DIM_TEXT),
     )
     return layout_diagram(
         fig,
-        (-0.1, 1.2 + len(record) * pitch - 0.2),
+        (-0.1, 1.2 + len(record) * _PITCH - 0.2),
         (-0.8, top + 0.8),
         title=title or "KV cache: K, V (B, H, L, D) per layer",
         height=height or 120 + 110 * n_layers,

@@ -1,5 +1,6 @@
-"""The book's figure style, shared by :mod:`.viz` (figures) and :mod:`.diagrams` (architecture drawings): one colour
-scheme, the plotly template and renderer, and the input checks every figure helper uses.
+"""The book's figure style, shared by the figures (:mod:`.heatmaps`, :mod:`.curves`, ..., gathered in :mod:`.viz`)
+and the architecture drawings (:mod:`.block_diagrams` and the diagrams built on it): one colour scheme, the plotly
+template and renderer, and the input checks every figure helper uses.
 
 How a plotly figure reaches the reader (set up once, when this module is imported; ``import transformer_lib``
 alone loads no plotly): in a live notebook the figure is sent as plotly's own MIME type, which JupyterLab,

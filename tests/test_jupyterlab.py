@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 PAGES = sorted(p.name for p in BOOK.glob("*.ipynb"))
 CACHE = ROOT / "_build" / ".jupyter_cache"  # the build's executed notebooks (scripts/execute_notebooks.py)
+EXECUTED = ROOT / "_build" / ".executed"  # the notebook stage's executed pages (book/conftest.py)
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -159,6 +160,8 @@ RUN_DONE_JS = f"""(last) => {{
 ERRORS_JS = f"""() => {NOTEBOOK_JS}.content.widgets.flatMap((c, i) => c.model.type !== 'code' ? [] :
     c.model.outputs.toJSON().filter(o => o.output_type === 'error')
         .map(o => `cell ${{i}}: ${{o.ename}}: ${{o.evalue}}`))"""
+MARKDOWN_RENDERED_JS = """() => { const cells = [...document.querySelectorAll('.jp-Notebook .jp-MarkdownCell')];
+    return cells.length > 0 && cells.every(c => c.classList.contains('jp-mod-rendered')); }"""
 # Text a reader sees in each rendered markdown cell, every fold opened (innerText leaves out what is hidden: the
 # cell's hidden editor, and a closed <details>'s body, which is opened for the reading and closed again).
 MARKDOWN_TEXT_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-MarkdownCell')].map(c => {
@@ -210,23 +213,35 @@ SNAPSHOT_JS = """(cell) => {
 
 
 def first_widget_cell(page_name: str) -> int | None:
-    """The index of the first cell whose output shows a widget, read from the build's executed copy of the page;
-    -1 when there is none to read (run every cell and look), None when the page shows no widget."""
+    """The index of the first cell whose output shows a widget, read from an executed copy of the page as it is now
+    (the notebook stage's, ``_build/.executed``, else the build's cache, which keeps code cells only); -1 when there
+    is none to read (run every cell and look), None when the page shows no widget."""
     import nbformat
 
-    try:
-        from jupyter_cache import get_cache
+    from transformer_lib.book.execution import fingerprint
 
-        if not CACHE.is_dir():
-            return -1
-        cache = get_cache(str(CACHE))
-        record = cache.match_cache_notebook(nbformat.read(BOOK / page_name, as_version=4))
-        executed = cache.get_cache_bundle(record.pk).nb
+    source = nbformat.read(BOOK / page_name, as_version=4)
+    code = [i for i, cell in enumerate(source.cells) if cell.cell_type == "code"]
+    kept = EXECUTED / "book" / page_name
+    try:
+        if kept.is_file() and nbformat.read(kept, as_version=4).metadata.get("tl_executed", {}).get(
+            "fingerprint"
+        ) == fingerprint(BOOK / page_name):
+            executed = [c for c in nbformat.read(kept, as_version=4).cells if c.cell_type == "code"]
+        else:
+            from jupyter_cache import get_cache
+
+            if not CACHE.is_dir():
+                return -1
+            cache = get_cache(str(CACHE))
+            executed = cache.get_cache_bundle(cache.match_cache_notebook(source).pk).nb.cells
     except (KeyError, ImportError, OSError):
         return -1
-    for i, cell in enumerate(executed.cells):
+    if len(executed) != len(code):
+        return -1
+    for position, cell in zip(code, executed, strict=True):
         if any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in cell.get("outputs", [])):
-            return i
+            return position
     return None
 
 
@@ -280,7 +295,7 @@ def test_page_reads_like_the_website(page_name: str, lab: str, browser) -> None:
             errors = page.evaluate(ERRORS_JS)
             assert not errors, f"{page_name}: error outputs after running to cell {last}: {errors}"
         else:  # nothing runs; the markdown is rendered once the page is open
-            page.wait_for_selector(".jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown", timeout=WIDGET_TIMEOUT_MS)
+            page.wait_for_function(MARKDOWN_RENDERED_JS, timeout=WIDGET_TIMEOUT_MS)
 
         raw = []
         for i, text in enumerate(page.evaluate(MARKDOWN_TEXT_JS)):

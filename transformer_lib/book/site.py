@@ -276,9 +276,11 @@ def setup(app: Any) -> dict[str, Any]:
     def accessible_pages(app: Any, exception: Exception | None) -> None:
         if exception is not None or app.builder.format != "html":
             return
-        zh = site_language(app.config) == "zh_CN"
-        for page in Path(app.outdir).rglob("*.html"):
-            if "_static" not in page.relative_to(app.outdir).parts:
+        zh, outdir = site_language(app.config) == "zh_CN", Path(app.outdir)
+        # another site inside this one (the Chinese edition in zh/, built at the same time) is its own build's
+        nested = {index.parent for index in outdir.glob("*/searchindex.js")} | {outdir / "zh"}
+        for page in outdir.rglob("*.html"):
+            if "_static" not in page.relative_to(outdir).parts and not any(n in page.parents for n in nested):
                 text = page.read_text(encoding="utf-8")
                 fixed = accessible_page(text, zh)
                 if fixed != text:

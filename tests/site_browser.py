@@ -190,16 +190,21 @@ WIDGETS_DRAWN = (  # the embed manager draws each view in a .widget-subarea just
 MATH_TYPESET = (
     "() => document.querySelectorAll('.math').length === 0 || document.querySelectorAll('mjx-container').length > 0"
 )
+# fonts loaded, MathJax's first typesetting done, and two frames drawn after that
+SETTLED = """() => Promise.all([document.fonts ? document.fonts.ready : null,
+                         window.MathJax && MathJax.startup && MathJax.startup.promise])
+  .then(() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))"""
 
 
-def ready(page, settle_ms: int = 300) -> None:
+def ready(page, settle_ms: int = 100) -> None:
     """Everything a reader could scroll to is drawn: every plotly figure (drawn on demand, so ask for all of them)
-    drawn and fitted to this width, every widget view drawn, the formulas typeset; then a moment for late layout
-    (fonts) and late errors."""
+    drawn and fitted to this width (tlDrawAll resolves once each figure's fitting relayouts are done), every widget
+    view drawn, the fonts loaded and the formulas typeset; then a moment for late errors."""
     page.evaluate(DRAW_ALL)
     page.wait_for_function(ALL_DRAWN, timeout=DRAWN_TIMEOUT_MS)
     page.wait_for_function(WIDGETS_DRAWN, timeout=DRAWN_TIMEOUT_MS)
     page.wait_for_function(MATH_TYPESET, timeout=DRAWN_TIMEOUT_MS)
+    page.evaluate(SETTLED)
     page.wait_for_timeout(settle_ms)
 
 
@@ -216,7 +221,7 @@ def sweep(
     pages: list[str],
     context_options: dict[str, Any],
     checks: list[Callable[[Any, str, dict], None]],
-    settle_ms: int = 300,
+    settle_ms: int = 100,
 ) -> dict[str, dict]:
     """Visit each page once in one context and run ``checks`` (each ``check(page, name, record)`` adds its findings
     to the page's record) in order. A page that cannot be visited or checked gets ``record["visit_error"]``; the

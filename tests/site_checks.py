@@ -428,7 +428,7 @@ class Sweeps:
         pages = content_pages() if lang == "en" else [p for p in zh_checked() if p != "zh/index.html"]
         return [p for p in pages if self.only is None or p in self.only]
 
-    def _sweep(self, key: str, pages: list[str], options: dict, checks: list, settle_ms: int = 300) -> dict:
+    def _sweep(self, key: str, pages: list[str], options: dict, checks: list, settle_ms: int = 100) -> dict:
         from site_browser import sweep
 
         if key not in self._done:
@@ -449,11 +449,11 @@ class Sweeps:
         from site_browser import PHONE
 
         checks = [scans(PHONE_SCANS), diagrams, phone_touch]
-        return self._sweep(f"phone-{lang}", self._pages(lang), PHONE, checks, settle_ms=500)
+        return self._sweep(f"phone-{lang}", self._pages(lang), PHONE, checks, settle_ms=200)
 
     def dark_axe(self) -> dict[str, dict]:
         """axe on a dark touch phone, on :func:`dark_sample` of the English pages."""
         from site_browser import PHONE, content_pages
 
         pages = [p for p in dark_sample(content_pages()) if self.only is None or p in self.only]
-        return self._sweep("phone-dark-axe", pages, {**PHONE, "color_scheme": "dark"}, [axe], settle_ms=500)
+        return self._sweep("phone-dark-axe", pages, {**PHONE, "color_scheme": "dark"}, [axe], settle_ms=200)

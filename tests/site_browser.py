@@ -255,6 +255,18 @@ def sweep(
     return results
 
 
+def record_of(sweep: dict[str, dict], name: str, missing: str = NO_SITE) -> dict:
+    """A page's record from a sweep, for a test about that page: skipped (``missing`` says why) when the sweep did
+    not visit it, failed when the visit itself failed."""
+    import pytest
+
+    if name not in sweep:
+        pytest.skip(missing)
+    record = sweep[name]
+    assert "visit_error" not in record, f"{name}: {record['visit_error']}"
+    return record
+
+
 def load_time_summary() -> list[str]:
     return [
         f"{name}: load event after {statistics.median(t):.2f} s median, {max(t):.2f} s at most ({len(t)} pages)"

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from site_browser import NO_SITE, SITE, Visit, content_pages, ready, screenshot, serve
+from site_browser import NO_SITE, SITE, Visit, content_pages, ready, record_of, screenshot, serve
 from site_checks import CONTRAST
 
 pytestmark = pytest.mark.browser
@@ -24,19 +24,11 @@ DRAWN_TIMEOUT_MS = 30_000
 PAGES = content_pages() or ["<no built site>"]
 
 
-def _record(sweep: dict[str, dict], name: str) -> dict:
-    if name not in sweep:
-        pytest.skip(NO_SITE)
-    record = sweep[name]
-    assert "visit_error" not in record, f"{name}: {record['visit_error']}"
-    return record
-
-
 @pytest.mark.parametrize("name", PAGES)
 def test_page_renders_offline(name: str, sweeps) -> None:
     """Every page, offline: no request leaves the machine, every local file loads, no JavaScript error, every
     plotly figure draws its SVG (asked for: figures are drawn as the reader scrolls to them)."""
-    record = _record(sweeps.desktop(), name)
+    record = record_of(sweeps.desktop(), name)
     assert not record["blocked"], f"{name}: requests left the machine: {record['blocked']}"
     assert not record["failed"], f"{name}: local files failed to load: {record['failed']}"
     assert not record["errors"], f"{name}: JavaScript errors: {record['errors']}"
@@ -170,7 +162,7 @@ def test_every_control_on_the_page_changes_what_is_drawn(name: str, sweeps) -> N
     """Every page of the built site: each menu (HTML twins, the pretrained explorer) and each plotly slider or
     menu, moved in the page with no kernel, shows a different view; and no ipywidgets control (dead without a
     kernel) is left on the page. A page whose HTML promises a control must show at least one that works."""
-    record = _record(sweeps.desktop(), name)
+    record = record_of(sweeps.desktop(), name)
     assert record["ipywidgets"] == [], f"{name}: ipywidgets controls left on the site"
     assert not record["dead_controls"], f"{name}: controls that change nothing: {record['dead_controls']}"
     assert record["controls_found"] > 0 or not record["promised"], f"{name}: its HTML holds controls, none works"

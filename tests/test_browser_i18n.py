@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from site_browser import NO_ZH_SITE, PHONE, ZH, zh_checked
+from site_browser import NO_ZH_SITE, PHONE, ZH, record_of, zh_checked
 
 from transformer_lib.book import i18n
 
@@ -16,17 +16,9 @@ pytestmark = pytest.mark.browser
 CHECKED = [p for p in zh_checked() if p != "zh/index.html"] or ["<no Chinese site>"]
 
 
-def _record(sweep: dict[str, dict], name: str) -> dict:
-    if name not in sweep:
-        pytest.skip(NO_ZH_SITE)
-    record = sweep[name]
-    assert "visit_error" not in record, f"{name}: {record['visit_error']}"
-    return record
-
-
 @pytest.mark.parametrize("name", CHECKED)
 def test_chinese_page_renders_offline(name: str, sweeps) -> None:
-    record = _record(sweeps.desktop("zh"), name)
+    record = record_of(sweeps.desktop("zh"), name, NO_ZH_SITE)
     assert not record["blocked"], f"{name}: requests left the machine: {record['blocked']}"
     assert not record["failed"], f"{name}: local files failed to load: {record['failed']}"
     assert not record["errors"], f"{name}: JavaScript errors: {record['errors']}"
@@ -65,7 +57,7 @@ def _cjk_share(text: str) -> float:
 
 @pytest.mark.parametrize("page", i18n.TRANSLATED)
 def test_a_translated_page_reads_in_chinese(page: str, sweeps) -> None:
-    read = _record(sweeps.desktop("zh"), f"zh/{page}.html")["zh"]
+    read = record_of(sweeps.desktop("zh"), f"zh/{page}.html", NO_ZH_SITE)["zh"]
     share = _cjk_share(re.sub(r"\b[\w./<>-]*_[\w./<>-]*\b", " ", read["prose"]))  # names like transformer_lib stay
     assert share > 0.5, f"{page}: only {share:.0%} of the prose's letters are Chinese"
     if read["has_code"]:
@@ -83,7 +75,7 @@ def test_a_translated_page_reads_in_chinese(page: str, sweeps) -> None:
 
 def test_a_diagram_on_the_chinese_site_has_chinese_labels(sweeps) -> None:
     """Figure 1 (the architecture, drawn from a live model) takes its labels from the label catalog."""
-    read = _record(sweeps.desktop("zh"), "zh/book/intro.html")["zh"]
+    read = record_of(sweeps.desktop("zh"), "zh/book/intro.html", NO_ZH_SITE)["zh"]
     text = read["figure_text"]
     assert any("自注意力" in t and "前馈层" in t for t in text), [t[:200] for t in text]
     # what a screen reader says in place of each figure is Chinese too
@@ -114,10 +106,10 @@ def test_chinese_figures_keep_their_text_apart_and_formulas_typeset(view: str, s
 def test_every_control_on_a_chinese_chapter_changes_what_is_drawn(name: str, sweeps) -> None:
     """The chapters' menus and sliders on the Chinese site (their labels and titles translated, menus of
     name=value entries shown in Chinese) each still change what is drawn, by mouse and by touch."""
-    record = _record(sweeps.desktop("zh"), name)
+    record = record_of(sweeps.desktop("zh"), name, NO_ZH_SITE)
     assert record["ipywidgets"] == [] and not record["dead_controls"], record["dead_controls"]
     assert record["controls_found"] > 0 or not record["promised"]
-    touched = _record(sweeps.phone("zh"), name)
+    touched = record_of(sweeps.phone("zh"), name, NO_ZH_SITE)
     assert not touched["dead_menus"] and not touched["drawers"], (touched["dead_menus"], touched["drawers"])
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from site_browser import screenshot
+from site_browser import CHROMIUM, LOOPBACK, screenshot  # and the browser fixture: conftest.py
 
 pytestmark = pytest.mark.jupyterlab
 
@@ -43,9 +43,6 @@ BOOK = ROOT / "book"
 PAGES = sorted(p.name for p in BOOK.glob("*.ipynb"))
 CACHE = ROOT / "_build" / ".jupyter_cache"  # the build's executed notebooks (scripts/execute_notebooks.py)
 EXECUTED = ROOT / "_build" / ".executed"  # the notebook stage's executed pages (book/conftest.py)
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 START_TIMEOUT_S = 120
 RUN_TIMEOUT_MS = 600_000  # all cells of one page; the slowest takes ~15 s idle, a few times that under load
 WIDGET_TIMEOUT_MS = 30_000
@@ -119,18 +116,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             server.kill()
             server.wait()
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 def _route(route) -> None:

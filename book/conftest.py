@@ -8,7 +8,7 @@ teacher's shared server) says little, so the budget is a report, and the hard li
 that has really grown.
 
 It also keeps what nbval executed. Every iopub message of each cell's run is recorded; when all cells of a page
-passed, the messages are replayed through nbclient's own output handling (transformer_lib.book.execution.replay)
+passed, the messages are replayed through nbclient's own output handling (transformer_lib.site.execution.replay)
 into a copy of the page, written to ``_build/.executed/`` with the page's fingerprint (its bytes and the library's
 source). ``scripts/execute_notebooks.py`` hands such a copy to the build instead of running the page again, so a
 run that tests the notebooks and then builds the site executes each page once.
@@ -131,7 +131,7 @@ def _keep_executed(page: Any) -> None:
     import nbformat
     from ipykernel.ipkernel import IPythonKernel
 
-    from transformer_lib.book.execution import fingerprint, replay
+    from transformer_lib.site.execution import fingerprint, replay
 
     source = Path(str(page.fspath)).resolve()
     if ROOT not in source.parents:

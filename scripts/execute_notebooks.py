@@ -5,7 +5,7 @@ Jupyter Book (myst-nb, execution mode "cache") runs every notebook that has no m
 doing exactly what myst-nb would do for each (jupyter-cache's `single_nb_execution`: the same notebook reader,
 the notebook's folder as working directory since `_config.yml` sets `run_in_temp: false`, the same per-cell
 timeout, no errors allowed), with one difference: the kernel client waits in short slices
-(transformer_lib.book.execution explains the stall this removes). The build then finds every notebook in the
+(transformer_lib.site.execution explains the stall this removes). The build then finds every notebook in the
 cache ("Using cached notebook") and only renders.
 
 A page that the notebook test (nbval, ``book/conftest.py``) already executed is not run again: its executed copy
@@ -33,7 +33,7 @@ from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
-from transformer_lib.book.execution import SlicedPollKernelManager, fingerprint
+from transformer_lib.site.execution import SlicedPollKernelManager, fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "_build" / ".jupyter_cache"  # where jupyter-book 1 keeps it (myst-nb's execution_cache_path)

@@ -9,7 +9,7 @@
 #                         no WebGPU/WebGL/JSEP builds and no cross-origin isolation needed)
 #   tests/vendor/axe-core/axe.min.js  npm: axe-core           (accessibility checks; injected by the browser tests only,
 #                         so it lives with the tests and is never published with the site)
-# plotly.min.js is NOT vendored here: transformer_lib.book.site copies it from the installed plotly package at
+# plotly.min.js is NOT vendored here: transformer_lib.site.figures copies it from the installed plotly package at
 # build time, so the site's plotly.js always matches the Python plotly that wrote the figures.
 set -euo pipefail
 REQUIREJS_VERSION=2.3.7

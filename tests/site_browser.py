@@ -100,7 +100,7 @@ def zh_pages() -> list[str]:
 def zh_checked() -> list[str]:
     """The Chinese pages that get the English pages' full check: the translated ones, the home page and chapter 4
     (the other pages, if any, are the English pages under another language code)."""
-    from transformer_lib.book import i18n
+    from transformer_lib.site import i18n
 
     chosen = {f"zh/{page}.html" for page in i18n.TRANSLATED} | {"zh/index.html", "zh/book/04_attention.html"}
     return [p for p in zh_pages() if p in chosen]

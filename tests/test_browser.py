@@ -341,7 +341,7 @@ def test_tapping_a_menu_on_a_phone_raises_no_javascript_error(sweeps) -> None:
 
 def test_no_figure_toolbar_offers_to_upload_and_phones_show_none(sweeps) -> None:
     """Every figure's toolbar has no "Share chart..." (upload) button and no plotly logo; on a touch screen it is
-    off, so it cannot cover the figure's title (transformer_lib.book.site.PLOTLY_CONFIG)."""
+    off, so it cannot cover the figure's title (transformer_lib.book.toolbar.PLOTLY_CONFIG)."""
     sweep = sweeps.phone()
     if not sweep:
         pytest.skip(NO_SITE)

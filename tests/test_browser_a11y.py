@@ -75,7 +75,7 @@ def test_axe_finds_a_planted_violation(browser, site_url: str) -> None:
 def test_the_built_html_names_its_controls_before_any_script_runs() -> None:
     """What the build writes, read without a browser (no script has run): every sidebar toggle (a <summary> showing
     only an icon) is named after its chapter, in the page's language; the search button is named by what it shows;
-    every <pre> can take the keyboard's focus, so that a wide one can be scrolled (transformer_lib.book.site
+    every <pre> can take the keyboard's focus, so that a wide one can be scrolled (transformer_lib.site.pages
     .accessible_page). What scripts create is named by reader.js and checked by axe above."""
     import re
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from site_browser import NO_ZH_SITE, PHONE, ZH, record_of, zh_checked
 
-from transformer_lib.book import i18n
+from transformer_lib.site import i18n
 
 pytestmark = pytest.mark.browser
 CHECKED = [p for p in zh_checked() if p != "zh/index.html"] or ["<no Chinese site>"]

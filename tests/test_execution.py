@@ -1,4 +1,4 @@
-"""The build's notebook execution (transformer_lib.book.execution): a kernel client that cannot miss a ready reply."""
+"""The build's notebook execution (transformer_lib.site.execution): a kernel client that cannot miss a ready reply."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from queue import Empty
 
 import pytest
 
-from transformer_lib.book import execution
+from transformer_lib.site import execution
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_lib.book.glossary import read_glossary
+from transformer_lib.site.glossary import read_glossary
 
 GLOSSARY = Path(__file__).resolve().parents[1] / "book" / "glossary.md"
 

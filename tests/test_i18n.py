@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
-from transformer_lib.book import i18n, labels
+from transformer_lib.book import labels
+from transformer_lib.site import i18n
 from transformer_lib.book.labels import catalog, translate, translate_figure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,8 +136,8 @@ def test_a_docstring_role_is_translated_as_the_myst_role():
 # --------------------------------------------------------------------------------------------------------------
 def glossary_terms() -> dict[str, list[str]]:
     """English term -> its accepted Chinese renderings: the Chinese column of book/glossary.md (never the notes'
-    column), as :func:`transformer_lib.book.glossary.read_glossary` reads it."""
-    from transformer_lib.book.glossary import read_glossary
+    column), as :func:`transformer_lib.site.glossary.read_glossary` reads it."""
+    from transformer_lib.site.glossary import read_glossary
 
     terms = {}
     for row in read_glossary():

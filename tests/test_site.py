@@ -1,4 +1,4 @@
-"""The website plumbing: plotly's MIME type drawn with the site's shared plotly.js (transformer_lib.book.site)."""
+"""The website plumbing: plotly's MIME type drawn with the site's shared plotly.js (transformer_lib.site.figures)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from transformer_lib.book import site, viz
+from transformer_lib.book import viz
+from transformer_lib.site import figures as site
 
 
 class _FakeRenderer:
@@ -56,6 +57,14 @@ def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None
     failed = tmp_path / "failed"
     handlers["build-finished"](SimpleNamespace(builder=app.builder, outdir=str(failed)), RuntimeError("x"))
     assert not failed.exists()  # nothing is copied when the build failed
+
+
+def test_pages_extension_writes_each_script_once() -> None:
+    from transformer_lib.site import pages
+
+    handlers: dict = {}
+    app = SimpleNamespace(connect=lambda event, fn, priority=500: handlers.setdefault(event, fn))
+    assert pages.setup(app)["parallel_write_safe"]
     context = {"script_files": ["a.js", "b.js", "a.js"]}
     handlers["html-page-context"](app, "page", "page.html", context, None)
     assert context["script_files"] == ["a.js", "b.js"]  # every page's scripts, each once
@@ -78,7 +87,7 @@ def test_importing_the_core_library_loads_no_plotting_or_jupyter_module() -> Non
 def test_unique_scripts_drops_repeated_inline_and_file_scripts():
     from sphinx.builders.html._assets import _JavaScript
 
-    from transformer_lib.book.site import unique_scripts
+    from transformer_lib.site.pages import unique_scripts
 
     thebe = 'const THEBE_JS_URL = "x"'
     scripts = [

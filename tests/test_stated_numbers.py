@@ -140,7 +140,7 @@ def executed(path: Path) -> nbformat.NotebookNode:
             pass
     from nbclient import NotebookClient
 
-    from transformer_lib.book.execution import SlicedPollKernelManager  # without it a cell can stall to its timeout
+    from transformer_lib.site.execution import SlicedPollKernelManager  # without it a cell can stall to its timeout
 
     NotebookClient(
         nb,

@@ -251,7 +251,8 @@ def test_drawing_functions_say_what_their_figure_shows():
     """Each figure's text alternative (layout.meta.alt, the website's aria-label) comes from its drawing function,
     with the facts a reader who cannot see it needs: the kind, the title, the axes and the range of the values."""
     import transformer_lib as tl
-    from transformer_lib.book import diagrams, site
+    from transformer_lib.book import diagrams
+    from transformer_lib.site import figures as site
 
     fig = viz.heatmap(np.array([[0.0, 0.5], [0.25, 1.0]]), ["a", "b"], ["x", "y"], title="T", x_title="key")
     assert fig.layout.meta["alt"] == "Heat map: T. 2 rows by 2 columns (key), values from 0 to 1."
@@ -270,7 +271,8 @@ def test_a_figure_says_what_it_shows_in_chinese_on_the_chinese_site():
     """The Chinese site reads each figure's text alternative in Chinese: the same facts (numbers untouched), the
     connecting words and every label found in the catalog translated, the parts of a diagram included."""
     import transformer_lib as tl
-    from transformer_lib.book import diagrams, site
+    from transformer_lib.book import diagrams
+    from transformer_lib.site import figures as site
 
     fig = viz.heatmap(np.array([[0.0, 0.5], [0.25, 1.0]]), ["a", "b"], ["x", "y"], title="T", x_title="key")
     assert site.alt_text(fig.to_plotly_json(), "zh") == "热图：T。2 行 × 2 列（键），取值从 0 到 1。"

@@ -3,7 +3,7 @@
 The English site keeps sphinxcontrib-bibtex's author_year style.
 
 ``{cite:t}`` and ``{cite:p}`` are written by sphinxcontrib-bibtex's referencing style; the Chinese build uses
-:class:`transformer_lib.book.citations.ChineseAuthorYearStyle` (issue 37). The unit tests format entries of
+:class:`transformer_lib.site.citations.ChineseAuthorYearStyle` (issue 37). The unit tests format entries of
 book/references.bib with both styles and build a one-page Sphinx project in each language; the last test reads
 the built Chinese site (run after the build).
 """
@@ -22,7 +22,7 @@ from sphinxcontrib.bibtex.style.referencing import BaseReferenceStyle, format_re
 from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
 from sphinxcontrib.bibtex.style.template import SphinxReferenceInfo
 
-from transformer_lib.book.citations import STYLE_NAME, ChineseAuthorYearStyle, use_chinese_citations
+from transformer_lib.site.citations import STYLE_NAME, ChineseAuthorYearStyle, use_chinese_citations
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH_SITE = ROOT / "_build" / "html" / "zh"
@@ -70,7 +70,7 @@ def _build(tmp_path: Path, language: str) -> str:
     src = tmp_path / "src"
     src.mkdir(exist_ok=True)
     (src / "conf.py").write_text(
-        "extensions = ['sphinxcontrib.bibtex', 'transformer_lib.book.i18n']\n"
+        "extensions = ['sphinxcontrib.bibtex', 'transformer_lib.site.i18n']\n"
         f"bibtex_bibfiles = [{str(ROOT / 'book' / 'references.bib')!r}]\n"
         "bibtex_reference_style = 'author_year'\nhtml_search_language = 'en'\n",
         encoding="utf-8",

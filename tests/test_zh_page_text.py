@@ -1,7 +1,7 @@
 """The Chinese site's own words outside the prose and the figures (issue 37): the book's title and footer, the sidebar
 buttons' tooltips, and the live translator's placeholder and messages.
 
-The title, footer and tooltips come from the project's booktheme.po (transformer_lib/book/i18n.py); the translator's
+The title, footer and tooltips come from the project's booktheme.po (transformer_lib/site/i18n.py); the translator's
 placeholder from the figures' catalog (locale/zh_CN/LC_MESSAGES/figures.po), its messages from translator.js's table.
 """
 
@@ -70,7 +70,7 @@ def _build(tmp_path: Path, language: str) -> str:
     src = tmp_path / "src"
     src.mkdir(exist_ok=True)
     (src / "conf.py").write_text(
-        "extensions = ['transformer_lib.book.i18n']\nhtml_theme = 'sphinx_book_theme'\n"
+        "extensions = ['transformer_lib.site.i18n']\nhtml_theme = 'sphinx_book_theme'\n"
         f"html_title = {TITLE!r}\nhtml_theme_options = {{'extra_footer': {FOOTER!r}}}\n"
         f"locale_dirs = [{str(ROOT / 'locale')!r}]\nhtml_search_language = 'en'\n",
         encoding="utf-8",

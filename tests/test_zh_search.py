@@ -3,7 +3,7 @@
 Sphinx's Chinese search language cuts the text into words with jieba; the search box (searchtools.js) looks each
 word of a query up in the index, whole, or as a part of an indexed word when it is longer than two characters. jieba
 alone cut 因果掩码 into 因果 + 掩码 and dropped 束 of 束搜索, so those searches found nothing (issue 37). The build
-gives jieba the glossary's terms as a user dictionary (transformer_lib.book.i18n, from book/glossary.md).
+gives jieba the glossary's terms as a user dictionary (transformer_lib.site.i18n, from book/glossary.md).
 
 The index here is built as Sphinx builds it (``sphinx.search.zh.SearchChinese``: split, stem, filter) from each
 page's Chinese text, its catalog's translations, and searched as searchtools.js searches it. Where a built Chinese
@@ -24,7 +24,7 @@ import snowballstemmer
 from babel.messages.pofile import read_po
 from sphinx.search.zh import SearchChinese
 
-from transformer_lib.book import glossary, i18n
+from transformer_lib.site import glossary, i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"

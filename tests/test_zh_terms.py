@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
-from transformer_lib.book.glossary import read_glossary
+from transformer_lib.site.glossary import read_glossary
 
 LOCALE = Path(__file__).resolve().parents[1] / "locale" / "zh_CN" / "LC_MESSAGES"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import sphinx_book_theme
 from sphinx import locale
 
-from transformer_lib.book.i18n import THEME_CATALOG, _theme_catalog
+from transformer_lib.site.i18n import THEME_CATALOG, _theme_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 

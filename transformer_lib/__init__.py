@@ -1,6 +1,6 @@
 """transformer_lib: the Transformer of "Attention Is All You Need", written to be read and run.
 
-Every chapter of the book imports it as ``import transformer_lib as tl``. Three parts:
+Every chapter of the book imports it as ``import transformer_lib as tl``. Four parts:
 
 * The Transformer itself (this package's top level), bottom up: ``validation`` (argument checks), ``device``,
   ``tokenization`` (text -> ids), ``embeddings`` (ids -> vectors, positions), ``masks``, ``attention`` (the
@@ -8,7 +8,9 @@ Every chapter of the book imports it as ``import transformer_lib as tl``. Three 
   (encoder/decoder blocks and stacks), ``interop`` (PyTorch's modules converted into ours), ``models`` (the
   three families), ``decoding`` (greedy, beam, sampling), ``training``, ``data`` (offline toy tasks),
   ``checkpoints``, ``distributed`` (data-parallel training).
-* ``transformer_lib.book``: what only the book needs (figures, site plumbing, the chapters' measurements).
+* ``transformer_lib.book``: what only the book's pages need (figures, diagrams, the chapters' measurements).
+* ``transformer_lib.site``: what only the website's build needs (the Sphinx extensions, the two languages, the
+  notebooks' execution).
 * ``transformer_lib.classroom``: what only a class needs (checks, assignments, the grader).
 
 ``import transformer_lib`` loads the core alone: no plotly, matplotlib or Jupyter module.

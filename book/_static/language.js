@@ -1,4 +1,4 @@
-// The "中文 / English" switch in every page's header (transformer_lib/book/i18n.py writes the links it reads): the same
+// The "中文 / English" switch in every page's header (transformer_lib/site/i18n.py writes the links it reads): the same
 // page in the other language. A plain link, so it works offline, by touch and without any other script.
 (function () {
   function addSwitch() {

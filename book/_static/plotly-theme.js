@@ -53,7 +53,7 @@
   }
   // Phones. The figures are laid out for the desktop column (about 690 px); at 360 px their margins, a colour bar
   // beside the plot and a legend on the right would leave the plot a third of the width. So, before the figure is
-  // first drawn (window.tlPlotlyPrepare, called by transformer_lib.book.site): thin margins, small tick labels, the
+  // first drawn (window.tlPlotlyPrepare, called by transformer_lib.site.figures): thin margins, small tick labels, the
   // colour bar and the legend under the plot, the controls under them; after it is drawn: square heatmap cells
   // as large as the width allows, with no empty band.
   var BELOW = 44;  // px the horizontal colour bar takes under a heatmap: bar, tick labels and a gap

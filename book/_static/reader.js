@@ -28,7 +28,7 @@
     document.documentElement.classList.toggle("tl-hide-code", hidden);
     try { window.localStorage.setItem(KEY, hidden ? "1" : "0"); } catch (e) { /* private mode: this page only */ }
     if (button) {
-      var zh = document.documentElement.lang === "zh-CN";  // the Chinese site (transformer_lib/book/i18n.py)
+      var zh = document.documentElement.lang === "zh-CN";  // the Chinese site (transformer_lib/site/i18n.py)
       button.title = zh ? (hidden ? "显示代码单元格" : "隐藏代码单元格（保留输出）")
         : (hidden ? "Show the code cells" : "Hide the code cells (outputs stay)");
       button.querySelector(".tl-hide-code-label").textContent = zh ? (hidden ? "显示代码" : "隐藏代码")
@@ -52,7 +52,7 @@
   }
 
   // Names for assistive technology (axe-core, tests/test_browser_a11y.py) of what scripts create (the sidebar's
-  // toggles and the search button are named in the HTML: transformer_lib.book.site.accessible_page):
+  // toggles and the search button are named in the HTML: transformer_lib.site.pages.accessible_page):
   // - a control whose aria-label does not contain its visible text ("Toggle hidden content" on "Show the check",
   //   "Search" on "Search Ctrl+K") is named by its visible text (a <summary> by whatever it shows, open or closed),
   //   so that what a reader sees is what a voice user says (WCAG 2.5.3).

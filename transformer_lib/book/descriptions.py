@@ -15,7 +15,7 @@ __all__ = ["describe", "value_range"]
 
 def describe(fig: go.Figure, facts: dict[str, Any]) -> go.Figure:
     """Give ``fig`` its short text alternative: the website reads it aloud in place of the figure (``aria-label``,
-    :func:`transformer_lib.book.site.alt_text`). ``facts`` (kept in ``layout.meta.alt_facts``) are what it says, in
+    :func:`transformer_lib.site.figures.alt_text`). ``facts`` (kept in ``layout.meta.alt_facts``) are what it says, in
     either language (:func:`.labels.alt_sentence`); ``layout.meta.alt`` holds the English sentence. Other ``meta``
     keys are kept."""
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}

@@ -5,7 +5,7 @@ template and renderer, and the input checks every figure helper uses.
 How a plotly figure reaches the reader (set up once, when this module is imported; ``import transformer_lib``
 alone loads no plotly): in a live notebook the figure is sent as plotly's own MIME type, which JupyterLab,
 Notebook 7 and VS Code draw with the plotly.js they bundle (Colab keeps plotly's ``"colab"`` renderer); on the
-website :mod:`transformer_lib.book.site` draws that MIME type with the site's one shared ``plotly.min.js``.
+website :mod:`transformer_lib.site.figures` draws that MIME type with the site's one shared ``plotly.min.js``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import plotly.io as pio
 import torch
 
 from ..tokenization import SPACE_MARK
-from .site import PLOTLY_CONFIG
+from .toolbar import PLOTLY_CONFIG
 
 __all__ = ["COLORS", "SEQUENTIAL", "DIVERGING", "BLOCKED", "SPACE_SHOWN", "SPACE_LEGEND", "token_label"]
 

@@ -12,7 +12,7 @@ const HEATMAP_COLORS = [
   [1, "rgb(8,48,107)"]];
 const RERUN_DELAY_MS = 120; // a moved slider re-translates once it has been still this long
 
-// The page's words in the site's language (the Chinese site sets <html lang="zh-CN">; transformer_lib/book/i18n.py)
+// The page's words in the site's language (the Chinese site sets <html lang="zh-CN">; transformer_lib/site/i18n.py)
 const WORDS = {
   en: {
     english: "English", translate: "Translate", method: "method", greedy: "greedy", beam: "beam search",

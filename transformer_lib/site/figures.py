@@ -6,8 +6,9 @@ the build-time plumbing, kept apart so that Sphinx loads it without plotly's Pyt
 * :class:`PlotlyMystNbRenderer` (a myst-nb plugin, registered in ``pyproject.toml``) turns plotly's MIME type
   into a ``<div>`` plus a call to ``Plotly.newPlot``.
 * :func:`setup` (listed in ``_config.yml`` under ``sphinx.extra_extensions``) copies ``plotly.min.js`` from
-  the installed plotly package into the site once, so no page inlines it and nothing is fetched, and drops
-  repeated inline scripts from every page (:func:`unique_scripts`).
+  the installed plotly package into the site once, so no page inlines it and nothing is fetched.
+
+What the build does to every page's HTML besides is in :mod:`.pages`.
 """
 
 from __future__ import annotations
@@ -20,20 +21,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from transformer_lib.book.labels import alt_sentence, translate_figure
+from transformer_lib.book.toolbar import PLOTLY_CONFIG
+
 from .i18n import site_language
-from .labels import alt_sentence, translate_figure
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
-# How every figure's toolbar is set up, in Jupyter (transformer_lib.book.style gives it to plotly's renderer) and on
-# the website (below): no plotly logo, and no "Share chart..." button, which would upload the figure's data to an
-# outside service. Zoom, pan and "download as PNG" stay; they work on the reader's machine only.
-# (showEditInChartStudio is false by default in plotly.js, and plotly.py warns about it as an unknown option.)
-PLOTLY_CONFIG: dict[str, Any] = {
-    "displaylogo": False,
-    "showSendToCloud": False,
-    "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud", "editInChartStudio"],
-    "plotlyServerURL": "",
-}
 
 
 class PlotlyMystNbRenderer:
@@ -190,63 +183,6 @@ def without_alt(figure: dict[str, Any]) -> dict[str, Any]:
     return {**figure, "layout": {**layout, **({"meta": rest} if rest else {})}}
 
 
-def unique_scripts(scripts: list) -> list:
-    """``scripts`` without repeats of the same file or inline body with the same attributes (first one kept).
-
-    Under Jupyter Book 1 every page carried the inline configuration scripts of sphinx-thebe
-    (``const THEBE_JS_URL = ...``) and sphinx-togglebutton twice: Sphinx holds each once with the file name
-    ``None`` (as the extension added it) and once with ``""`` (re-read from its registry), and does not see the
-    two as equal. The second ``const`` declaration is a SyntaxError that every page logged in the console.
-    """
-    seen, kept = set(), []
-    for js in scripts:
-        key = (str(getattr(js, "filename", js) or ""), tuple(sorted(getattr(js, "attributes", {}).items())))
-        if key not in seen:
-            seen.add(key)
-            kept.append(js)
-    return kept
-
-
-def citation_list_without_roles(body: str) -> str:
-    """The bibliography's HTML without docutils' ARIA roles: ``role="doc-biblioentry"`` is deprecated in ARIA 1.2 and
-    the ``role="list"`` around it holds anchors that a list may not (axe: aria-deprecated-role,
-    aria-required-children). Plain ``<div>``s read the same; the entries keep their ids and back-links.
-
-    >>> citation_list_without_roles('<div role="list" class="citation-list"><p role="doc-biblioentry">')
-    '<div class="citation-list"><p>'
-    """
-    return body.replace(' role="doc-biblioentry"', "").replace(
-        '<div role="list" class="citation-list">', '<div class="citation-list">'
-    )
-
-
-_NAV_TOGGLE = re.compile(
-    r'(<a class="[^"]*reference internal[^"]*" href="[^"]*">([^<]*)</a>\s*<details[^>]*>\s*<summary)>'
-)
-_SEARCH_BUTTON = re.compile(r'(<button class="btn search-button-field[^"]*"[^>]*?) aria-label="[^"]*"')
-
-
-def accessible_page(html_text: str, zh: bool = False) -> str:
-    """A built page's HTML with what assistive technology needs before any script runs: each sidebar toggle (a
-    ``<summary>`` that shows only an icon) named after the chapter it opens; the search button named by what it shows
-    ("Search Ctrl+K", not the theme's "Search": axe's label-content-name-mismatch); and every ``<pre>`` (code,
-    printed output) focusable, so that a keyboard can scroll one that is wider than the column (axe:
-    scrollable-region-focusable). Controls that scripts create (sphinx-togglebutton's) are named by reader.js.
-
-    >>> accessible_page('<a class="reference internal" href="a">6. Heads</a><details><summary><i>').split('</a>')[1]
-    '<details><summary aria-label="Sections of 6. Heads"><i>'
-    >>> accessible_page('<pre>x</pre><pre tabindex="0">y</pre>')
-    '<pre tabindex="0">x</pre><pre tabindex="0">y</pre>'
-    """
-
-    def named(match: re.Match) -> str:
-        label = f"展开{match[2]}的小节" if zh else f"Sections of {match[2]}"
-        return f'{match[1]} aria-label="{label}">'
-
-    html_text = _SEARCH_BUTTON.sub(r"\1", _NAV_TOGGLE.sub(named, html_text))  # named by what it shows: Search Ctrl+K
-    return re.sub(r"<pre(?=[\s>])(?![^>]*tabindex)", '<pre tabindex="0"', html_text)
-
-
 def setup(app: Any) -> dict[str, Any]:
     """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
 
@@ -265,31 +201,7 @@ def setup(app: Any) -> dict[str, Any]:
             static.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, static / "plotly.min.js")
 
-    def drop_repeated_scripts(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-        if "script_files" in context:
-            context["script_files"] = unique_scripts(context["script_files"])
-
-    def plain_citation_list(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-        if "body" in context:
-            context["body"] = citation_list_without_roles(context["body"])
-
-    def accessible_pages(app: Any, exception: Exception | None) -> None:
-        if exception is not None or app.builder.format != "html":
-            return
-        zh, outdir = site_language(app.config) == "zh_CN", Path(app.outdir)
-        # another site inside this one (the Chinese edition in zh/, built at the same time) is its own build's
-        nested = {index.parent for index in outdir.glob("*/searchindex.js")} | {outdir / "zh"}
-        for page in outdir.rglob("*.html"):
-            if "_static" not in page.relative_to(outdir).parts and not any(n in page.parents for n in nested):
-                text = page.read_text(encoding="utf-8")
-                fixed = accessible_page(text, zh)
-                if fixed != text:
-                    page.write_text(fixed, encoding="utf-8")
-
     app.connect("build-finished", copy_plotly_js)
-    app.connect("build-finished", accessible_pages)
     # a page read again starts without templates: its first figure defines them anew
     app.connect("env-purge-doc", lambda app, env, docname: _TEMPLATES_ON_PAGE.pop(docname, None))
-    app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the extensions that add scripts
-    app.connect("html-page-context", plain_citation_list)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -251,7 +251,7 @@ def setup(app: Any) -> dict[str, Any]:
         app.add_js_file("language.js")
         app.add_css_file("i18n.css")  # the switch's style; the CJK fonts apply to the Chinese site only
 
-    from transformer_lib.book.citations import use_chinese_citations
+    from transformer_lib.site.citations import use_chinese_citations
 
     app.connect("config-inited", _search_dictionary)
     app.connect("config-inited", use_chinese_citations)  # 作者 等（年份） on the Chinese site
@@ -323,13 +323,13 @@ def _search_dictionary(app: Any, config: Any) -> None:
     """Give a Chinese search index (``html_search_language`` zh) the glossary's terms as jieba's user dictionary.
 
     jieba alone cuts 因果掩码 into 因果 and 掩码 and drops 束 of 束搜索 (one character), so the search box, which looks
-    a query up as one word, found neither. The dictionary (:func:`transformer_lib.book.glossary.search_dictionary`)
+    a query up as one word, found neither. The dictionary (:func:`transformer_lib.site.glossary.search_dictionary`)
     is written into the doctree folder under a name that changes with its words, so that a changed glossary
     re-indexes every page (Sphinx rewrites all pages when ``html_search_options`` changes)."""
     import hashlib
     from pathlib import Path
 
-    from transformer_lib.book.glossary import search_dictionary
+    from transformer_lib.site.glossary import search_dictionary
 
     language = config.html_search_language or config.language or "en"
     options = dict(config.html_search_options or {})

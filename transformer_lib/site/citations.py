@@ -5,7 +5,7 @@ sphinxcontrib-bibtex writes ``{cite:t}`` and ``{cite:p}`` with a *referencing st
 "[Vaswani et al., 2017]". :class:`ChineseAuthorYearStyle` is the same style with Chinese words and full-width
 punctuation: "Vaswani 等（2017）" and "（Vaswani 等，2017）", two authors joined by 和, several works by ；.
 :func:`use_chinese_citations` registers it and chooses it when a build's language is Chinese
-(``transformer_lib.book.i18n`` calls it when the configuration is read), so the English build keeps its style.
+(``transformer_lib.site.i18n`` calls it when the configuration is read), so the English build keeps its style.
 """
 
 from __future__ import annotations

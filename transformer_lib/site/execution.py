@@ -56,7 +56,7 @@ class SlicedPollKernelClient(AsyncKernelClient):
 class SlicedPollKernelManager(AsyncKernelManager):
     """A kernel manager whose clients are :class:`SlicedPollKernelClient` (pass it to nbclient)."""
 
-    client_class = "transformer_lib.book.execution.SlicedPollKernelClient"
+    client_class = "transformer_lib.site.execution.SlicedPollKernelClient"
     client_factory = Type(SlicedPollKernelClient)
 
 

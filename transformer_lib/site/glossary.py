@@ -11,7 +11,7 @@ The third column gives the study notes' term where they say it otherwise: "—" 
 :data:`UNUSED_MARK` when they do not use the term at all. Text in parentheses is a comment in either column.
 
 Two things are built from it: the word list that keeps each Chinese term one word in the Chinese site's search index
-(:func:`search_dictionary`, wired into Sphinx by :mod:`transformer_lib.book.i18n`), and the terms that the catalog
+(:func:`search_dictionary`, wired into Sphinx by :mod:`transformer_lib.site.i18n`), and the terms that the catalog
 tests hold every translation to (tests/test_zh_terms.py).
 """
 

@@ -13,8 +13,8 @@ import pytest
 from babel.messages.pofile import read_po
 
 from transformer_lib.book import labels
-from transformer_lib.site import i18n
 from transformer_lib.book.labels import catalog, translate, translate_figure
+from transformer_lib.site import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from record_replay import through_record_and_replay
 from torch import nn
 
 import transformer_lib as tl
@@ -26,6 +27,32 @@ def stubs():
 
 
 EXERCISES = [(aid, ex) for aid, a in ASSIGNMENTS.items() for ex in a.exercises]
+
+# Tests that call no check (they test the result object or a helper): run once, live; a round trip would prove nothing.
+CALLS_NO_CHECK = {
+    "test_check_assignment_prints_a_summary_and_json_lines",  # check_assignment grades in process, by design
+    "test_mistake_variants_with_no_mistake_are_the_reference",
+    "test_the_decoding_model_exercises_early_and_late_endings",
+    "test_the_beam_variant_without_a_mistake_is_the_reference",
+    "test_the_encode_checks_constant_vocabulary_is_the_librarys",
+}
+
+
+def pytest_generate_tests(metafunc):
+    """Every test here runs twice: ``live`` (the checks as a student's kernel runs them) and ``replayed`` (each check
+    recorded and replayed from its JSON, as the grader runs it: tests/record_replay.py)."""
+    routes = ["live"] if metafunc.function.__name__ in CALLS_NO_CHECK else ["live", "replayed"]
+    metafunc.parametrize("check_route", routes, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def check_route(request, monkeypatch):
+    if request.param == "live":
+        yield
+        return
+    trips = through_record_and_replay(monkeypatch)
+    yield
+    assert trips, "no check went through record and replay: call checks.<name>, or list the test in CALLS_NO_CHECK"
 
 
 def run(check_name, *objects, **kw):

@@ -1,65 +1,25 @@
-"""Record and replay (transformer_lib.classroom.checks.record): a check replayed in the grader from the kernel's
-recording gives the result the live check gives, for every solution, stub and wrong implementation that
-tests/test_checks.py tries; a recording that does not fit the check, or is not data, fails."""
+"""Record and replay (transformer_lib.classroom.checks.record): a recording that does not fit the check, or is not
+data, fails; values and modules come back exactly. That a check replayed in the grader from the kernel's recording
+gives the result the live check gives is tested by tests/test_checks.py, which runs each of its tests both ways
+(through tests/record_replay.py)."""
 
 import json
 import math
 
 import pytest
 import torch
-from test_checks import *  # noqa: F401,F403  (every test of test_checks.py runs again here, through record/replay)
+from record_replay import LIVE, roundtrip
 
 from transformer_lib.classroom import checks
+from transformer_lib.classroom.assignments import ASSIGNMENTS
 from transformer_lib.classroom.checks import record, snapshot
 
-_LIVE = {
-    name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_") and name != "check_assignment"
-}
-_REPLAYED = []  # (check, passed) of every round trip, to prove below that the patched checks really ran
 
-
-def _same(a, b):
-    return (a.exercise, a.passed, a.summary, a.details, a.hints, a.error) == (
-        b.exercise,
-        b.passed,
-        b.summary,
-        b.details,
-        b.hints,
-        b.error,
-    )
-
-
-def roundtrip(check_name, namespace, names, time_limit=checks.DEFAULT_TIME_LIMIT):
-    """Record in this process (as the kernel does), replay from the JSON text, and insist on the same result."""
-    live, text = record._record(check_name, namespace, names, time_limit)
-    replayed = record.replay_exercise(check_name, names, text, time_limit)
-    assert _same(replayed, live), f"live:\n{live}\nreplayed:\n{replayed}"
-    _REPLAYED.append((check_name, replayed.passed))
-    return replayed
-
-
-@pytest.fixture(autouse=True)
-def through_record_and_replay(monkeypatch):
-    def patched(name):
-        def check(*objects, time_limit=checks.DEFAULT_TIME_LIMIT):
-            names = [f"learner_{i}" for i in range(len(objects))]
-            return roundtrip(name, dict(zip(names, objects, strict=True)), names, time_limit)
-
-        return check
-
-    for name in _LIVE:
-        monkeypatch.setattr(checks, name, patched(name))
-    monkeypatch.setattr(
-        checks,
-        "grade_exercise",
-        lambda check, ns, names, time_limit=checks.DEFAULT_TIME_LIMIT: roundtrip(check, ns, names, time_limit),
-    )
-
-
-def test_zz_the_round_trips_ran():  # named to run after the tests imported above
-    assert len(_REPLAYED) > 80
-    assert {c for c, _ in _REPLAYED} >= set(_LIVE)
-    assert {p for _, p in _REPLAYED} == {True, False}
+def test_every_check_is_replayed_by_some_exercise():
+    """tests/test_checks.py runs every exercise's solution through record and replay (its ``replayed`` route), so
+    every check is replayed there at least once with a pass; its wrong implementations give the failures."""
+    used = {exercise.check for assignment in ASSIGNMENTS.values() for exercise in assignment.exercises}
+    assert set(LIVE) <= used, f"checks no exercise uses, never replayed: {sorted(set(LIVE) - used)}"
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -5,20 +5,11 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from tiny import TINY
 
 import transformer_lib as tl
 
-CFG = dict(
-    src_vocab_size=15,
-    tgt_vocab_size=17,
-    d_model=16,
-    n_heads=2,
-    n_encoder_layers=1,
-    n_decoder_layers=1,
-    d_ff=32,
-    dropout=0.1,
-    max_len=20,
-)
+CFG = {**TINY, "dropout": 0.1}  # tests/tiny.py, with dropout: a checkpoint must keep it
 
 
 @pytest.mark.parametrize("family", ["Transformer", "EncoderOnlyModel", "DecoderOnlyModel"])

@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from tiny import tiny_config
 
 import transformer_lib as tl
 
@@ -43,17 +44,7 @@ def test_multi_head_attention_compiles_as_one_graph(impl):
 @pytest.mark.slow
 def test_compiled_transformer_matches_eager_logits_and_gradients():
     torch.manual_seed(0)
-    cfg = tl.TransformerConfig(
-        src_vocab_size=20,
-        tgt_vocab_size=20,
-        d_model=32,
-        n_heads=4,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        d_ff=64,
-        dropout=0.0,
-        max_len=16,
-    )
+    cfg = tiny_config(tgt_vocab_size=20, max_len=16)  # tests/tiny.py
     model = tl.Transformer(cfg).train()
     src = torch.randint(4, 20, (2, 7))
     src[1, 5:] = cfg.pad_id

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from tiny import tiny_config
 from torch import nn
 
 import transformer_lib as tl
@@ -12,19 +13,7 @@ from transformer_lib.book import diagnostics as dg
 
 
 def _tiny(**overrides) -> tl.TransformerConfig:
-    kw = dict(
-        src_vocab_size=20,
-        tgt_vocab_size=20,
-        d_model=32,
-        n_heads=4,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        d_ff=64,
-        dropout=0.0,
-        max_len=32,
-    )
-    kw.update(overrides)
-    return tl.TransformerConfig(**kw)
+    return tiny_config(**{"tgt_vocab_size": 20, "max_len": 32, **overrides})  # tests/tiny.py
 
 
 # --- naive masks -----------------------------------------------------------------------------------------------

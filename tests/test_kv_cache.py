@@ -2,21 +2,10 @@
 
 import pytest
 import torch
+from tiny import TINY
 
 import transformer_lib as tl
 from transformer_lib.kv_cache import cached_step, new_caches, step_mask
-
-TINY = dict(
-    src_vocab_size=20,
-    tgt_vocab_size=24,
-    d_model=32,
-    n_heads=4,
-    n_encoder_layers=2,
-    n_decoder_layers=2,
-    d_ff=64,
-    dropout=0.0,
-    max_len=40,
-)
 
 
 def test_kv_cache_grows_and_reorders():

@@ -4,20 +4,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny import TINY
 
 import transformer_lib as tl
-
-TINY = dict(
-    src_vocab_size=20,
-    tgt_vocab_size=24,
-    d_model=32,
-    n_heads=4,
-    n_encoder_layers=2,
-    n_decoder_layers=2,
-    d_ff=64,
-    dropout=0.0,
-    max_len=40,
-)
 
 
 def _model(seed=0, **kw):

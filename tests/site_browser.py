@@ -128,7 +128,8 @@ class Recorder:
     """Records, for one browser page, the requests that would have left the machine (aborted), the local files
     that failed to load and the JavaScript errors; ``clear()`` between visits."""
 
-    def __init__(self, context, page) -> None:
+    def __init__(self, context, page, withheld: tuple[str, ...] = ()) -> None:
+        self.withheld = withheld  # the site's own scripts kept from the page on purpose ("reader.js"), not recorded
         self.blocked: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
@@ -145,7 +146,9 @@ class Recorder:
 
     def _route(self, route) -> None:
         url = route.request.url
-        if url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK:
+        if self.withheld and urlparse(url).path.rsplit("/", 1)[-1] in self.withheld:
+            route.abort()
+        elif url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK:
             route.continue_()
         else:
             self.blocked.append(url)
@@ -153,11 +156,12 @@ class Recorder:
 
     def _console(self, message) -> None:
         # a blocked request also logs "Failed to load resource"; it is already in self.blocked
-        if message.type == "error" and not (self.blocked and "net::ERR_FAILED" in message.text):
+        if message.type == "error" and not ((self.blocked or self.withheld) and "net::ERR_FAILED" in message.text):
             self.errors.append(message.text)
 
     def _request_failed(self, request) -> None:
-        if request.url not in self.blocked:
+        withheld = urlparse(request.url).path.rsplit("/", 1)[-1] in self.withheld
+        if request.url not in self.blocked and not withheld:
             self.failed.append(f"{request.failure} {request.url}")
 
 
@@ -222,13 +226,15 @@ def sweep(
     context_options: dict[str, Any],
     checks: list[Callable[[Any, str, dict], None]],
     settle_ms: int = 100,
+    withheld: tuple[str, ...] = (),
 ) -> dict[str, dict]:
     """Visit each page once in one context and run ``checks`` (each ``check(page, name, record)`` adds its findings
     to the page's record) in order. A page that cannot be visited or checked gets ``record["visit_error"]``; the
-    other pages are still checked. Returns {page: record}."""
+    other pages are still checked. ``withheld``: the site's scripts (file names) kept from every page. Returns
+    {page: record}."""
     context = browser.new_context(**context_options)
     page = context.new_page()
-    recorder = Recorder(context, page)
+    recorder = Recorder(context, page, withheld)
     results: dict[str, dict] = {}
     times = LOAD_TIMES.setdefault(name, [])
     try:

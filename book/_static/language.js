@@ -13,7 +13,9 @@
       a.hreflang = link.getAttribute("hreflang");
       a.lang = link.getAttribute("hreflang");
       var english = link.getAttribute("hreflang") === "en";
-      a.setAttribute("aria-label", english ? "English" : "中文 (Chinese)");
+      // the name begins with what the link shows on a phone ("EN", "中") and holds what it shows on a desktop
+      // ("English", "中文"): what a reader sees is what a voice user says (WCAG 2.5.3; axe label-content-name-mismatch)
+      a.setAttribute("aria-label", english ? "EN English" : "中文 (Chinese)");
       a.innerHTML = '<span class="tl-language-long"></span><span class="tl-language-short" aria-hidden="true"></span>';
       a.querySelector(".tl-language-long").textContent = link.getAttribute("title");
       a.querySelector(".tl-language-short").textContent = english ? "EN" : "中";

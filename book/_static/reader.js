@@ -65,17 +65,18 @@
     });
   }
 
-  // The theme's light/dark button shows one icon whose <title> ("Light", "Dark", "System Settings") is its visible
-  // text; its name says what it is and which mode is on, and follows each click.
+  // The theme's light/dark button shows one icon for the mode that is on; the build moved each icon's title ("Light",
+  // "Dark", "System Settings", in the page's language) into data-tl-name (transformer_lib.site.pages), so that it is
+  // not drawn as the button's visible text. The button's name says what it is and which mode is on, after each click.
   function nameThemeButtons() {
     document.querySelectorAll(".theme-switch-button").forEach(function (button) {
       function update() {
         var shown = Array.prototype.filter.call(button.querySelectorAll("svg, i"), function (icon) {
           return window.getComputedStyle(icon).display !== "none";
         })[0];
-        var title = shown && shown.querySelector("title");
-        var mode = title ? title.textContent.trim() : "";
-        if (mode) { button.setAttribute("aria-label", "Color mode: " + mode); }
+        var mode = shown ? (shown.getAttribute("data-tl-name") || "").trim() : "";
+        var what = button.getAttribute("data-bs-title") || "Color mode";  // the theme's word, in the page's language
+        if (mode) { button.setAttribute("aria-label", what + (document.documentElement.lang === "zh-CN" ? "：" : ": ") + mode); }
       }
       update();
       new MutationObserver(update).observe(button, {childList: true, subtree: true});  // Font Awesome draws later

@@ -48,19 +48,28 @@ _NAV_TOGGLE = re.compile(
     r'(<a class="[^"]*reference internal[^"]*" href="[^"]*">([^<]*)</a>\s*<details[^>]*>\s*<summary)>'
 )
 _SEARCH_BUTTON = re.compile(r'(<button class="btn search-button-field[^"]*"[^>]*?) aria-label="[^"]*"')
+_HIDDEN_CONTENT = ' aria-label="Toggle hidden content"'  # myst-nb's folded cells: a <summary> that shows its words
+_MODE_ICON = re.compile(r'(<i class="theme-switch [^"]*" data-mode="\w+"\s*) title="([^"]*)"')
 
 
 def accessible_page(html_text: str, zh: bool = False) -> str:
     """A built page's HTML with what assistive technology needs before any script runs: each sidebar toggle (a
     ``<summary>`` that shows only an icon) named after the chapter it opens; the search button named by what it shows
-    ("Search Ctrl+K", not the theme's "Search": axe's label-content-name-mismatch); and every ``<pre>`` (code,
-    printed output) focusable, so that a keyboard can scroll one that is wider than the column (axe:
-    scrollable-region-focusable). Controls that scripts create (sphinx-togglebutton's) are named by reader.js.
+    ("Search Ctrl+K", not the theme's "Search": axe's label-content-name-mismatch), and so is each folded cell's
+    ``<summary>`` ("Show code cell source", not myst-nb's "Toggle hidden content"); the light/dark button's icons
+    without a ``title``, which Font Awesome would draw as the button's visible text ("Light") against its name
+    ("Color mode"; the mode's word stays in ``data-tl-name``, for reader.js to add to the name); and every ``<pre>``
+    (code, printed output) focusable, so that a keyboard can scroll one that is wider than the column (axe:
+    scrollable-region-focusable).
 
     >>> accessible_page('<a class="reference internal" href="a">6. Heads</a><details><summary><i>').split('</a>')[1]
     '<details><summary aria-label="Sections of 6. Heads"><i>'
     >>> accessible_page('<pre>x</pre><pre tabindex="0">y</pre>')
     '<pre tabindex="0">x</pre><pre tabindex="0">y</pre>'
+    >>> accessible_page('<summary aria-label="Toggle hidden content">')
+    '<summary>'
+    >>> accessible_page('<i class="theme-switch a" data-mode="dark" title="Dark">')
+    '<i class="theme-switch a" data-mode="dark" data-tl-name="Dark" aria-hidden="true">'
     """
 
     def named(match: re.Match) -> str:
@@ -68,6 +77,8 @@ def accessible_page(html_text: str, zh: bool = False) -> str:
         return f'{match[1]} aria-label="{label}">'
 
     html_text = _SEARCH_BUTTON.sub(r"\1", _NAV_TOGGLE.sub(named, html_text))  # named by what it shows: Search Ctrl+K
+    html_text = html_text.replace("<summary" + _HIDDEN_CONTENT + ">", "<summary>")
+    html_text = _MODE_ICON.sub(r'\1 data-tl-name="\2" aria-hidden="true"', html_text)
     return re.sub(r"<pre(?=[\s>])(?![^>]*tabindex)", '<pre tabindex="0"', html_text)
 
 

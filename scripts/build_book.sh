@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup_env.sh
+bash scripts/setup_env.sh book  # the reader's install builds the book (an environment set up with [all] serves too)
 extra=()
 # the cached pages were executed with another version of transformer_lib: forget them (as --force does)
 if ! .venv/bin/python scripts/execute_notebooks.py --check-library; then

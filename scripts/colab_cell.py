@@ -23,7 +23,7 @@ import importlib.util, os, subprocess, sys
 
 if importlib.util.find_spec("transformer_lib") is None:
     subprocess.run(["git", "clone", "--depth", "1", "{url}", "transformer-book"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "transformer-book"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "transformer-book[book]"], check=True)
     sys.path.insert(0, os.path.abspath("transformer-book"))
     os.chdir("transformer-book/book")'''
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Shared set-up for the build and test commands: create .venv if missing and install the book's packages into
-# it (torch first, then requirements.txt pinned by constraints.txt, then this project in editable mode).
+# Shared set-up for the build and test commands: create .venv if missing and install into it torch, then this
+# project in editable mode with the extras asked for (pyproject.toml), pinned by constraints.txt.
 # Needs only Python >= 3.11 with pip and venv (and gcc for any package without a wheel). A second run with
-# unchanged requirements returns at once.
+# unchanged requirements returns at once; an environment set up with [all] serves every command.
+#   bash scripts/setup_env.sh          every extra, [all]: what the tests and CI need (scripts/test_all.sh)
+#   bash scripts/setup_env.sh book     the reader's install, [book]: run and build the book (scripts/build_book.sh)
 #   PYTHON=python3.12 bash scripts/setup_env.sh        pick the interpreter that creates .venv
 #   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu  where torch comes from when none is installed
 set -euo pipefail
@@ -10,6 +12,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="$root/.venv"
 py="$venv/bin/python"
+extras="${1:-all}"
+case "$extras" in
+    all|book) ;;
+    *) echo "setup: expected 'all' or 'book' as the extras to install, got '$extras'" >&2; exit 2 ;;
+esac
 
 if [ ! -x "$py" ]; then
     base="${PYTHON:-python3}"
@@ -23,22 +30,23 @@ fi
 
 stamp="$venv/.transformer-book-setup"
 wanted="$(cat requirements.txt constraints.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] \
+# the stamp holds the requirements' hash and the extras installed; [all] includes [book]
+if [ -f "$stamp" ] && { [ "$(cat "$stamp")" = "$wanted $extras" ] || [ "$(cat "$stamp")" = "$wanted all" ]; } \
     && "$py" -c "import importlib.metadata as m, torch; m.version('transformer-lib')" 2>/dev/null; then
     exit 0  # already set up for these requirements
 fi
 
-# torch first and on its own: requirements.txt only asks for torch>=2.2, which an installed torch satisfies.
+# torch first and on its own: pyproject.toml only asks for torch>=2.2, which an installed torch satisfies.
 # With none installed, pick 2.13.0 explicitly (on the project's machines pip finds its CPU wheel locally; a
 # bare "torch" would pull the newest CUDA build, several GB).
 if ! "$py" -c "import torch" 2>/dev/null; then
     echo "setup: installing torch ${TORCH_VERSION:-2.13.0}"
     "$py" -m pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==${TORCH_VERSION:-2.13.0}"
 fi
-echo "setup: installing requirements.txt (pinned by constraints.txt) and transformer_lib (editable)"
-"$py" -m pip install -r requirements.txt -c constraints.txt -e .
+echo "setup: installing transformer_lib (editable) with its [$extras] extra, pinned by constraints.txt"
+"$py" -m pip install -c constraints.txt -e ".[$extras]"
 # Register this environment's Python as the "python3" kernel that the notebooks name, so that Jupyter Book,
 # nbval and jupyter lab run them here even if the user has another python3 kernel installed.
 "$py" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
-echo "$wanted" > "$stamp"
+echo "$wanted $extras" > "$stamp"
 echo "setup: done"

@@ -11,7 +11,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup_env.sh || exit 1
+bash scripts/setup_env.sh all || exit 1  # every extra: no test is skipped for want of a package
 py=.venv/bin/python
 # One torch thread per process: the suite runs two processes on two cores, and tiny models only lose time to
 # threads fighting over them (measured: 2-7x slower notebooks with the default of one thread per core).

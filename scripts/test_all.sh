@@ -45,10 +45,14 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
     -n 2 --dist loadfile -p no:cacheprovider --durations=10
-# every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build
+# every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build. With
+# torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
+# each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway
 rm -rf _build/.executed
-stage "notebooks" $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
-# every solution states the numbers its cell printed, read from the pages the notebook stage kept
+stage "notebooks" env -u OMP_NUM_THREADS $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile \
+    --nbval-cell-timeout=300 -p no:cacheprovider
+# every solution, and every section of prose, states the numbers its cells printed, read from the pages the notebook
+# stage kept
 stage "stated numbers" $py -m pytest $(marked executed) -m executed -p no:cacheprovider -q
 # the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build)
 stage "build" bash scripts/build_book.sh

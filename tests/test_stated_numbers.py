@@ -1,4 +1,4 @@
-"""A solution states the number its cell prints.
+"""A solution states the number its cell prints, and so does the prose of every page.
 
 Each chapter exercise has a folded solution that states its result, and after it a ``# Solution to exercise N``
 cell that runs the experiment, prints what it measured and asserts it (``tests/test_notebooks.py`` checks that
@@ -8,6 +8,13 @@ in a solution's text must be printed by its cell, to the digits the text gives (
 names a section (4.4, "section 5.4"). A retyped number that a rerun moved, a rounding off by one digit or a
 percentage from an older run fails here with the number and what the cell printed.
 
+The body of each page (its prose outside the exercises) is held to the same rule, section by section: every decimal
+and percentage is printed (or glued with ``myst_nb.glue``) by a cell of its '## ' section (the summary and the
+opening: of the page), or is a setting or a bound of the page's code (``dropout=0.1``, ``assert share > 0.7``; a
+value the code only compares for equality is a measurement retyped, and does not count), or is the paper's
+(``GIVEN``, per page, each with its source). The book prints rather than glues: jupyterlab-myst, which renders the
+notebooks in JupyterLab, has no ``glue`` role and shows a glued number as its key (``final_loss:.2f``).
+
 The executed notebooks come, in this order, from a folder named by ``STATED_NUMBERS_EXECUTED`` (a copy counts only
 if its code is the notebook's), from the notebook stage's copies in ``_build/.executed`` (book/conftest.py keeps
 them; ``scripts/test_all.sh`` runs this test right after that stage, marked ``executed``), from the build's
@@ -16,6 +23,7 @@ jupyter-cache when it holds the current notebook, or from running the notebook h
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from pathlib import Path
@@ -182,4 +190,182 @@ def test_solutions_state_the_numbers_their_cells_print(path: Path) -> None:
     assert not problems, "\n".join(
         f"exercise {n}: states {missing}, which its solution cell does not print; it printed:\n{printed}"
         for n, (missing, printed) in problems.items()
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The body of each page: its prose outside '## Exercises' (whose solutions the test above reads)
+
+BODY_PAGES = sorted(
+    p for p in BOOK.glob("*.ipynb") if re.match(r"(\d\d[a-z]?|appendix)_", p.name) or p.name == "intro.ipynb"
+)
+# Every section number of the book ("6.7", "4.5"): a page may name another chapter's section without the word.
+BOOK_SECTIONS = frozenset(
+    number
+    for p in BODY_PAGES
+    for c in nbformat.read(p, as_version=4).cells
+    if c.cell_type == "markdown"
+    for number in SECTION.findall(c.source)
+)
+# What the prose may state that no cell of the page prints or uses: the paper's numbers (and other papers'), and
+# arithmetic a reader can redo in their head. Each entry says where it comes from; a measurement never goes here.
+GIVEN: dict[str, dict[str, str]] = {
+    "01_why_not_rnn.ipynb": {"0.98": "the paper's Adam beta_2 (§5.3)", "0.999": "PyTorch's default beta_2"},
+    "02_tokens_and_embeddings.ipynb": {"0.98": "the paper's Adam beta_2 (§5.3)"},
+    "04_attention.ipynb": {"2.30": "ln 10, the entropy of a uniform row of 10"},
+    "08_training.ipynb": {
+        "4.5": "the paper's WMT 2014 English-German pairs, in millions (§5.1)",
+        "27.3": "the paper's Table 2: base model, EN-DE",
+        "28.4": "the paper's Table 2: big model, EN-DE",
+        "38.1": "the paper's Table 2: base model, EN-FR",
+        "41.8": "the paper's Table 2: big model, EN-FR",
+        "1.8": "Post (2018): tokenization and reference choices move BLEU by up to 1.8 points",
+        "0.3": "the paper's dropout for the big English-German model (§6.1)",
+        "0.6": "the paper's length penalty alpha for beam search (§6.1)",
+    },
+    "appendix_notes_checked.ipynb": {
+        "0.81": "0.9 squared: dropout 0.1 applied twice",
+        "22.6": "the square root of 512",
+        "25.7": "the paper's Table 3 (E): learned positions, dev BLEU",
+        "25.8": "the paper's Table 3: sinusoids, dev BLEU",
+        "4.92": "the paper's Table 3: their perplexity",
+    },
+}
+_GLUED = re.compile(r"\{glue(?::\w+)?\}`[^`]*`")  # a glued number: what the build put there, nothing retyped
+_NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\s]*\)|^\([\w-]+\)=$|\{cite:\w+\}`[^`]*`", re.M)  # code, link targets
+
+
+_LEFT_OUT = re.compile(r"^## (?:\d+\.\d+ )?(?:Exercises|References)\b")  # solutions: the test above
+_WHOLE_PAGE = re.compile(r"^(?:## (?:\d+\.\d+ )?Summary\b|$)")  # the summary and the opening restate the sections
+
+
+def sections(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
+    """The page's prose by '## ' section, each with what its cells print: (title, prose, printed). The prose is
+    without glue roles, inline code and link targets; the exercises and references are left out. The summary and the
+    opening (before the first section) get what the whole page prints, as they restate its results."""
+    found: list[tuple[str, list[str], list[nbformat.NotebookNode]]] = [("", [], [])]
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            found[-1][2].append(cell)
+            continue
+        for piece in re.split(r"(?=^## )", cell.source, flags=re.M):
+            if piece.startswith("## "):
+                found.append((piece.split("\n")[0], [], []))
+            found[-1][1].append(piece)
+    everything = printed_by(nb.cells)
+    return [
+        (
+            title,
+            _NOT_PROSE.sub("", _GLUED.sub("", "\n".join(prose))),
+            everything if _WHOLE_PAGE.match(title) else printed_by(cells),
+        )
+        for title, prose, cells in found
+        if not _LEFT_OUT.match(title)
+    ]
+
+
+def printed_by(cells: list[nbformat.NotebookNode]) -> str:
+    """Everything these cells printed or displayed as text, glued values included (a glue's output is
+    ``application/papermill.record/text/plain``)."""
+    texts = []
+    for cell in cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.output_type == "stream":
+                texts.append(output.text)
+            for mime, value in output.get("data", {}).items():
+                if mime.endswith("text/plain") or mime in ("text/html", "text/markdown"):
+                    texts.append(value if isinstance(value, str) else "".join(value))
+    return "\n".join(texts)
+
+
+def code_numbers(code: str) -> frozenset[float]:
+    """The decimal constants of ``code`` that are settings (``dropout=0.1``) or bounds (``assert w > 0.7``): not the
+    ones it only compares for equality (``assert round(loss, 2) == 1.34``), which are a measurement retyped, and not
+    the ones in comments or strings.
+
+    >>> sorted(code_numbers("model = f(p=0.1)\\nassert w > 0.7 and round(loss, 2) == 1.34  # 0.5\\n%timeit f()"))
+    [0.1, 0.7]
+    """
+    tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines()))
+    compared = {
+        id(node)
+        for compare in ast.walk(tree)
+        if isinstance(compare, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in compare.ops)
+        for side in [compare.left, *compare.comparators]
+        for node in ast.walk(side)
+    }
+    return frozenset(
+        round(node.value, 9)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and type(node.value) is float and id(node) not in compared
+    )
+
+
+def unaccounted(prose: str, printed: str, code: str, given: dict[str, str]) -> list[str]:
+    """The decimals and percentages of ``prose`` that ``printed`` does not show, that are not a setting or a bound of
+    ``code`` (:func:`code_numbers`: 'more than 0.7' with ``assert ... > 0.7``; a percentage as a fraction or a
+    factor: 'at least 95%' with ``>= 0.95``, 'more than 20% higher' with ``> 1.2 * ...``) and not in ``given``.
+
+    >>> unaccounted("the loss is 1.31; 95% right; beta_2 = 0.98", "loss 1.3112", "assert acc >= 0.95", {"0.98": ""})
+    []
+    >>> unaccounted("the loss falls to 1.33, more than 0.7", "loss 1.3112", "assert w > 0.75", {})
+    ['1.33', '0.7']
+    """
+    in_code = code_numbers(code)
+    missing = []
+    for number in unprinted(prose, "", printed, BOOK_SECTIONS):
+        value, percent = float(number.rstrip("%")), number.endswith("%")
+        as_code = {round(value / 100, 9), round(1 + value / 100, 9)} if percent else {round(value, 9)}
+        if number.rstrip("%") in given or as_code & in_code:
+            continue
+        missing.append(number)
+    return missing
+
+
+def test_a_retyped_number_in_the_body_fails() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("## 4.5 Training\nThe loss falls to 1.31, 21% of its start (section 4.5)."),
+        nbformat.v4.new_code_cell("loss = train()\nassert loss < 1.5"),
+        nbformat.v4.new_markdown_cell("## 4.6 Maps\nA head puts 0.31 of its weight on itself."),
+        nbformat.v4.new_code_cell("print(share)"),
+        nbformat.v4.new_markdown_cell("## Summary\n* The loss falls to 1.31.\n\n## Exercises\n**1.** Use 0.25."),
+    ]
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="loss 1.3112 (0.214 of the start)\n")]
+    nb.cells[3].outputs = [nbformat.v4.new_output("stream", text="0.309\n")]
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+    def missing(notebook: nbformat.NotebookNode) -> list[str]:
+        return [n for _, prose, printed in sections(notebook) for n in unaccounted(prose, printed, code, {})]
+
+    assert missing(nb) == []  # the summary's 1.31 is printed in 4.5; the exercise's 0.25 is the test above's
+    retyped = nbformat.from_dict(nb)
+    retyped.cells[0].source = retyped.cells[0].source.replace("1.31", "1.32")  # from an older run
+    assert missing(retyped) == ["1.32"]
+    retyped.cells[2].source = "## 4.6 Maps\nA head puts 0.21 of its weight on itself (21% above)."
+    assert missing(retyped) == ["1.32", "0.21", "21%"]  # printed in 4.5, not here: a coincidence, not the number
+    glued = nbformat.from_dict(nb)
+    glued.cells[0].source = glued.cells[0].source.replace("1.31", "{glue:text}`final_loss:.2f`")
+    assert missing(glued) == []
+    assert unaccounted("It is 0.4 below.", "", code, {"0.4": "the paper's"}) == []
+
+
+@pytest.mark.executed  # after the notebook stage, which keeps each page as it ran (scripts/test_all.sh)
+@pytest.mark.slow
+@pytest.mark.parametrize("path", BODY_PAGES, ids=[p.name for p in BODY_PAGES])
+def test_the_prose_states_the_numbers_its_cells_print(path: Path) -> None:
+    """Every decimal and percentage of a page's prose is printed (or glued) by a cell of its section (the summary:
+    of the page), is a setting or a bound in the page's code, or is the paper's (``GIVEN``, each with its source).
+    A number retyped from a run fails here when a rerun or a library change moves it."""
+    nb = executed(path)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    problems = {
+        title or "(opening)": missing
+        for title, prose, printed in sections(nb)
+        if (missing := unaccounted(prose, printed, code, GIVEN.get(path.name, {})))
+    }
+    assert not problems, (
+        f"{path.name}: the prose states numbers that no cell of its section prints and no code or paper gives: "
+        f"{problems}. Print each from the cell that computes it (or glue it); for a number of the paper, add it to "
+        "GIVEN with its source"
     )

@@ -508,3 +508,102 @@ def test_solution_code_cells_are_folded_in_jupyterlab_too(path: Path) -> None:
         )
     ]
     assert not open_cells, f"solution cells {open_cells} are not folded on the site and in JupyterLab"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# CONTRIBUTING.md as written: a tiny page that follows its "Add a chapter" steps passes every rule above, and each
+# fault those steps warn about, planted in a copy, fails the rule that promises to catch it
+# ---------------------------------------------------------------------------------------------------------------------
+TINY = ROOT / "tests" / "fixtures" / "chapter" / "99_tiny.ipynb"
+PAGE_RULES = [
+    test_committed_without_outputs,
+    test_chapter_imports_the_library_and_fixes_seeds,
+    test_chapter_runs_torch_on_one_thread,
+    test_chapter_does_not_redefine_library_names,
+    test_live_controls_show_no_dead_widget_on_the_site,
+    test_chapter_opens_on_colab_with_its_library,
+    test_chapter_opens_with_its_goal_prerequisites_and_time,
+    test_chapter_opens_with_its_part_of_figure_1,
+    test_chapter_ends_with_a_summary_and_folded_exercises,
+    test_folded_blocks_use_the_form_that_folds_everywhere,
+    test_solution_code_cells_are_folded_in_jupyterlab_too,
+]
+
+
+def page_failures(path: Path) -> dict[str, str]:
+    """Each rule of this file that a chapter page at ``path`` breaks, with the first line of its message."""
+    failures = {}
+    for rule in PAGE_RULES:
+        try:
+            rule(path)
+        except AssertionError as error:
+            failures[rule.__name__] = str(error).split("\n")[0]
+    problems = check_cell_problems(_read(path), chapter=True)
+    if problems:
+        failures["check cells"] = "; ".join(problems)
+    return failures
+
+
+def _tiny_page(tmp_path: Path, name: str, plant=None) -> Path:
+    """The tiny page (with today's Colab cell: step 1 runs scripts/colab_cell.py), a fault planted by ``plant``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("colab_cell", ROOT / "scripts" / "colab_cell.py")
+    colab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(colab)
+    nb = nbformat.read(TINY, as_version=4)
+    next(c for c in nb.cells if c.cell_type == "code").source = colab.cell_source()
+    if plant is not None:
+        plant({c.source.split("\n")[0]: c for c in nb.cells})
+    path = tmp_path / f"99_{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails(tmp_path: Path) -> None:
+    assert page_failures(_tiny_page(tmp_path, "tiny")) == {}
+
+    def lower_case_check_without_assert(cells: dict) -> None:
+        cells["# Check: 15 of 25 pairs open"].source = "# check: 15 of 25 pairs open\nprint(int(mask.sum()) == 15)"
+
+    def check_without_its_tag(cells: dict) -> None:
+        cells["# Check: 15 of 25 pairs open"].metadata.tags = ["hide-cell"]
+        lower_case_check_without_assert(cells)
+
+    def no_figure_1(cells: dict) -> None:
+        cells["from transformer_lib.book import diagrams"].source = "print(tl.TransformerConfig())"
+
+    def a_part_figure_1_lacks(cells: dict) -> None:
+        figure = cells["from transformer_lib.book import diagrams"]
+        figure.source = figure.source.replace('"masked_self_attention"', '"masked_attention"')
+
+    def torch_on_all_threads(cells: dict) -> None:
+        cells["import torch"].source = cells["import torch"].source.replace("torch.set_num_threads(1)", "")
+
+    def a_myst_dropdown_hint(cells: dict) -> None:
+        exercises = cells["## Exercises"]
+        exercises.source = exercises.source.replace(
+            '<details class="hint">\n<summary>Hint</summary>\n\n'
+            "Count the lower triangle with its diagonal.\n\n</details>",
+            ":::{admonition} Hint\n:class: dropdown\nCount the lower triangle with its diagonal.\n:::",
+        )
+
+    def no_summary(cells: dict) -> None:
+        cells["## 99.2 Summary"].source = cells["## 99.2 Summary"].source.replace("Summary", "What we saw")
+
+    def an_open_solution_cell(cells: dict) -> None:
+        del cells["# Solution to exercise 1"].metadata["jupyter"]
+
+    planted = {
+        lower_case_check_without_assert: ("check cells", "check cell 6 has no assert that can fail"),
+        check_without_its_tag: ("check cells", "reads as a check but lacks the tag 'text-check'"),
+        no_figure_1: ("test_chapter_opens_with_its_part_of_figure_1", "no Figure 1 before the first section"),
+        a_part_figure_1_lacks: ("test_chapter_opens_with_its_part_of_figure_1", "['masked_attention'] not in"),
+        torch_on_all_threads: ("test_chapter_runs_torch_on_one_thread", "call torch.set_num_threads(1)"),
+        a_myst_dropdown_hint: ("test_chapter_ends_with_a_summary_and_folded_exercises", "no folded hint"),
+        no_summary: ("test_chapter_ends_with_a_summary_and_folded_exercises", "not a summary"),
+        an_open_solution_cell: ("test_solution_code_cells_are_folded_in_jupyterlab_too", "are not folded"),
+    }
+    for plant, (rule, message) in planted.items():
+        failures = page_failures(_tiny_page(tmp_path, plant.__name__, plant))
+        assert rule in failures and message in failures[rule], (plant.__name__, failures)

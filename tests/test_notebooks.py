@@ -9,6 +9,8 @@
 * Every numbered chapter opens with its part of Figure 1 (``diagrams.transformer_diagram``, its ``highlight`` from
   ``FIGURE_1_PARTS``) before its first section.
 * ``_toc.yml`` and the notebooks agree: every listed page exists, every chapter notebook is listed.
+* CONTRIBUTING.md works as written: ``tests/fixtures/chapter/99_tiny.ipynb``, a page written by its "Add a chapter"
+  steps, passes every page rule here, and each fault planted in a copy of it fails the rule that promises to catch it.
 
 Notebooks under ``book/assignments/`` are exempt from the chapter rules: a student notebook leaves pieces for
 the reader to write, under the library's own names so that a checker can compare them.

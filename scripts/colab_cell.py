@@ -1,6 +1,7 @@
 """Put the same first code cell in every chapter: on Colab (or anywhere transformer_lib is missing) it fetches
 the book and installs its library, then runs from the book's folder; elsewhere it does nothing. Hidden on the
-website (tag remove-cell). Run after adding a chapter; tests/test_notebooks.py checks every chapter has it.
+website (tag remove-cell). Run after adding a chapter; tests/test_notebooks.py checks every chapter has it. Only
+the notebooks whose cell it adds or changes are written.
 
     python scripts/colab_cell.py
 """
@@ -37,6 +38,8 @@ def main() -> None:
     for path in chapters():
         nb = nbformat.read(path, as_version=4)
         first = next((c for c in nb.cells if c.cell_type == "code"), None)
+        if first is not None and first.source == source:
+            continue  # unchanged: leave the file as it is (nbformat would reorder a hand-edited cell's metadata)
         if first is not None and first.source.startswith(MARK):
             first.source = source
         else:

@@ -1,14 +1,20 @@
 """The Chinese edition: extract the book's messages, keep the catalogs in step, build the Chinese site.
 
     .venv/bin/python scripts/i18n.py update   # messages -> _build/gettext/*.pot -> locale/zh_CN/LC_MESSAGES/*.po
+    .venv/bin/python scripts/i18n.py pending  # the pages pending translation, with their untranslated messages
     .venv/bin/python scripts/i18n.py build    # the Chinese site, from the same notebooks, into _build/html/zh
     .venv/bin/python scripts/i18n.py labels [book/04_attention ...]  # figure labels figures.po lacks
     .venv/bin/python scripts/i18n.py share-static  # after both builds: the Chinese pages use the English _static
 
-Both reuse the executed notebooks of the English build (``_build/.jupyter_cache``), so nothing runs twice; each has
-its own doctree folder, because Sphinx cannot share one between builders or languages. ``update`` changes the
-catalogs under ``locale/``: a changed English sentence comes back as a "fuzzy" entry, and the catalog test
-(tests/test_i18n.py) fails until its translation is updated. ``build`` runs with -W, as the English build does.
+The rule (transformer_lib/site/translated.py): every page has a catalog; a page listed in ``TRANSLATED`` has a
+complete one; any other page is pending translation: the Chinese site shows it in English under a notice in Chinese
+("本页尚未译成中文，先显示英文原文。"), and the catalog test (tests/test_i18n.py) lists it with a warning.
+
+``update`` and ``build`` reuse the executed notebooks of the English build (``_build/.jupyter_cache``), so nothing
+runs twice; each has its own doctree folder, because Sphinx cannot share one between builders or languages.
+``update`` changes the catalogs under ``locale/``: a new page gets its catalog (every message empty), a changed
+English sentence comes back as a "fuzzy" entry, and the catalog test fails until a page in ``TRANSLATED`` has every
+message translated again. ``build`` runs with -W, as the English build does.
 """
 
 from __future__ import annotations
@@ -159,15 +165,34 @@ def share_static(site: Path = BUILD / "html") -> tuple[int, int]:
     return len(shared), saved
 
 
+def pending() -> dict[str, tuple[int, int]]:
+    """Per page pending translation (transformer_lib.site.translated), its untranslated or fuzzy messages and all
+    its messages, from its catalog."""
+    from babel.messages.pofile import read_po
+
+    from transformer_lib.site.translated import pending_pages
+
+    found = {}
+    for page in pending_pages(ROOT / "locale", LANGUAGE):
+        with open(ROOT / "locale" / LANGUAGE / "LC_MESSAGES" / f"{page}.po", "rb") as f:
+            messages = [m for m in read_po(f) if m.id]
+        found[page] = (sum(1 for m in messages if not m.string or m.fuzzy), len(messages))
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["update", "build", "labels", "share-static"])
+    parser.add_argument("command", choices=["update", "pending", "build", "labels", "share-static"])
     parser.add_argument("pages", nargs="*", help="labels only: the pages to look at (default: all)")
     args = parser.parse_args(argv)
     if args.command == "labels":
         for page, labels in missing_labels(args.pages).items():
             print(f"{page}:")
             print("".join(f"  {label!r}\n" for label in labels), end="")
+        return 0
+    if args.command == "pending":
+        for page, (left, total) in pending().items():
+            print(f"{page}: {left} of {total} messages to translate (shown in English on the Chinese site)")
         return 0
     if args.command == "share-static":
         entries, saved = share_static()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import types
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from babel.messages.pofile import read_po
 
 from transformer_lib.book import labels
 from transformer_lib.book.labels import catalog, translate, translate_figure
-from transformer_lib.site import i18n
+from transformer_lib.site import i18n, translated
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
@@ -68,14 +70,93 @@ def incomplete(page_messages: set[str], catalog) -> list[str]:
     return problems
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The translation rule (transformer_lib/site/translated.py): every page has a catalog; a page listed in TRANSLATED
+# has a complete one; any other page is pending translation, shown in English under a notice and listed here
+# --------------------------------------------------------------------------------------------------------------
+def _toc_pages() -> set[str]:
+    import yaml
+
+    def walk(entries: list[dict]) -> list[str]:
+        return [
+            f
+            for e in entries
+            for f in ([e["file"]] if "file" in e else []) + walk(e.get("chapters", [])) + walk(e.get("sections", []))
+        ]
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return {toc["root"], *walk(toc.get("parts", [])), *walk(toc.get("chapters", []))}
+
+
+class PendingTranslation(UserWarning):
+    """A page of the book that the Chinese site shows in English, under a notice, until its catalog is complete."""
+
+
+def test_every_page_has_a_catalog_and_every_translated_page_is_in_the_book():
+    """Fast, from _toc.yml: a new page has its catalog (``scripts/i18n.py update`` writes it), and TRANSLATED names
+    only pages the book has."""
+    catalogs = {p.relative_to(LOCALE).with_suffix("").as_posix() for p in CATALOGS}
+    pages = _toc_pages()
+    assert not pages - catalogs, f"pages without a catalog: {sorted(pages - catalogs)}: run scripts/i18n.py update"
+    assert not catalogs - pages, f"catalogs of no page: {sorted(catalogs - pages)}: remove them"
+    assert not set(i18n.TRANSLATED) - pages, f"TRANSLATED lists pages the book lacks: {set(i18n.TRANSLATED) - pages}"
+
+
+def test_pages_pending_translation_are_listed():
+    """A page not in TRANSLATED may land in English first: not a failure, but listed in the test output (a
+    PendingTranslation warning in pytest's warnings summary) until its catalog is done and it joins TRANSLATED."""
+    pending = translated.pending_pages(ROOT / "locale")
+    assert pending == sorted(
+        set(p.relative_to(LOCALE).with_suffix("").as_posix() for p in CATALOGS) - set(i18n.TRANSLATED)
+    )
+    if pending:
+        warnings.warn(
+            PendingTranslation(f"pending translation (shown in English on the Chinese site): {pending}"), stacklevel=1
+        )
+
+
+def _page_context_hook(language: str):
+    """The html-page-context handler that i18n.setup connects, with an app as Sphinx would pass it (two pages)."""
+    handlers = {}
+    app = types.SimpleNamespace(
+        connect=lambda event, handler: handlers.setdefault(event, handler),
+        add_transform=lambda transform: None,
+        config=types.SimpleNamespace(language=language),
+        builder=types.SimpleNamespace(format="html", get_target_uri=lambda page: page + ".html"),
+        env=types.SimpleNamespace(found_docs={"book/intro", "book/99_new"}),
+    )
+    i18n.setup(app)
+    return lambda page, body: (
+        handlers["html-page-context"](app, page, "page.html", context := {"body": body, "content_root": "../"}, None),
+        context["body"],
+    )[1]
+
+
+def test_a_page_pending_translation_opens_with_a_notice_on_the_chinese_site():
+    """The notice is in the HTML the build writes (the body Sphinx puts in the page), before the page's title: on
+    the Chinese site, on a page the book has and TRANSLATED lacks; never on a translated page, on the search page
+    or on the English site."""
+    body = '<section id="new"><h1>99. New</h1><p>Text.</p></section>'
+    chinese = _page_context_hook("zh_CN")
+    shown = chinese("book/99_new", body)
+    notice = (
+        '<div class="admonition note tl-untranslated" role="note" lang="zh-CN">'
+        + "<p>本页尚未译成中文，先显示英文原文。"
+    )
+    assert shown.startswith(notice) and shown.endswith(body), shown
+    assert chinese("book/intro", body) == body  # translated
+    assert chinese("search", body) == body  # not a page of the book
+    assert _page_context_hook("en")("book/99_new", body) == body
+
+
 @pytest.mark.slow
 def test_every_page_has_a_catalog(templates):
     pages = {p.relative_to(templates).with_suffix("").as_posix() for p in templates.rglob("*.pot")}
     assert pages == {p.relative_to(LOCALE).with_suffix("").as_posix() for p in CATALOGS}, (
         "run `.venv/bin/python scripts/i18n.py update` and commit locale/"
     )
-    # the whole book is in Chinese: a new page, like a changed sentence, comes with its translation
-    assert set(i18n.TRANSLATED) == pages, sorted(pages - set(i18n.TRANSLATED))
+    # a page listed as translated is a page of the book; the others are pending (test_pages_pending_translation_...)
+    assert set(i18n.TRANSLATED) <= pages, sorted(set(i18n.TRANSLATED) - pages)
 
 
 @pytest.mark.parametrize("page", i18n.TRANSLATED)

@@ -3,8 +3,14 @@
 * Committed without outputs: the build executes every notebook, so stored outputs would only go stale.
 * Chapters use the library: each imports ``transformer_lib``, never redefines (``def``/``class`` at the top
   level of a cell) a public name the library exports, and fixes its seeds.
-* Every ``# Check:`` cell asserts something and is collapsed (``hide-cell``) or hidden (``remove-cell``).
+* Check cells are found by their tag, ``text-check``: each asserts something that can fail and is collapsed
+  (``hide-cell``) or hidden (``remove-cell``), and a cell that reads as a check (a ``# check`` comment in any case,
+  or a toggle that says "check") without the tag fails, so that no check escapes these rules.
+* Every numbered chapter opens with its part of Figure 1 (``diagrams.transformer_diagram``, its ``highlight`` from
+  ``FIGURE_1_PARTS``) before its first section.
 * ``_toc.yml`` and the notebooks agree: every listed page exists, every chapter notebook is listed.
+* CONTRIBUTING.md works as written: ``tests/fixtures/chapter/99_tiny.ipynb``, a page written by its "Add a chapter"
+  steps, passes every page rule here, and each fault planted in a copy of it fails the rule that promises to catch it.
 
 Notebooks under ``book/assignments/`` are exempt from the chapter rules: a student notebook leaves pieces for
 the reader to write, under the library's own names so that a checker can compare them.
@@ -27,6 +33,8 @@ EXEMPT_FOLDERS = {"assignments"}
 NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if not {"_build", ".ipynb_checkpoints"} & set(p.parts))
 CHAPTERS = [p for p in NOTEBOOKS if not EXEMPT_FOLDERS & set(p.relative_to(BOOK).parts[:-1])]
 HIDING_TAGS = {"hide-cell", "remove-cell"}
+CHECK_TAG = "text-check"  # a check cell: the hidden cell that asserts what the text around it states
+READS_AS_A_CHECK = re.compile(r"\s*#+\s*check\b", re.IGNORECASE)  # "# Check:", "# check", "## CHECK -" ...
 SEED_CALL = re.compile(r"\b(seed_everything|manual_seed)\(")
 
 
@@ -127,21 +135,88 @@ def test_chapter_does_not_redefine_library_names(path: Path) -> None:
     )
 
 
+def live_asserts(source: str) -> list[ast.Assert]:
+    """The ``assert`` statements of a cell that can fail: not one on a non-empty tuple or a true constant (always
+    true: ``assert (x == 1, "message")``), not one in a function or class the cell never calls.
+
+    >>> [ast.unparse(a.test) for a in live_asserts("def f():\\n    assert x\\nassert (y, 'm')\\nassert z == 2")]
+    ['z == 2']
+    """
+    tree = _parse(source)
+    called = {
+        node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    found = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child.name not in called:
+                continue
+            if isinstance(child, ast.Lambda):
+                continue
+            if isinstance(child, ast.Assert) and not (
+                (isinstance(child.test, ast.Tuple) and child.test.elts)
+                or (isinstance(child.test, ast.Constant) and child.test.value)
+            ):
+                found.append(child)
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def check_cell_problems(nb: nbformat.NotebookNode, chapter: bool = True) -> list[str]:
+    """What is wrong with a notebook's check cells: the cells tagged ``text-check``, and the cells that read as one
+    without the tag (a first line ``# check ...`` in any case, or a toggle that says "check")."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.metadata.get("tags", []))
+        toggle = cell.metadata.get("mystnb", {}).get("code_prompt_show", "")
+        if CHECK_TAG not in tags:
+            if READS_AS_A_CHECK.match(cell.source) or "check" in toggle.lower():
+                first = cell.source.lstrip().split("\n")[0][:60]
+                problems.append(f"cell {i} ({first!r}) reads as a check but lacks the tag {CHECK_TAG!r}: tag it")
+            continue
+        if not live_asserts(cell.source):
+            problems.append(f"check cell {i} has no assert that can fail")
+        if not HIDING_TAGS & tags:
+            problems.append(f"check cell {i} lacks the hide-cell (or remove-cell) tag")
+        if chapter and "check" not in toggle.lower():
+            problems.append(
+                f"check cell {i}: its toggle on the site must say it is a check (metadata mystnb.code_prompt_show)"
+            )
+    return problems
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_check_cells_assert_and_are_hidden(path: Path) -> None:
-    problems = []
-    for i, cell in enumerate(_read(path).cells):
-        if cell.cell_type != "code" or not cell.source.lstrip().startswith("# Check:"):
-            continue
-        if not any(isinstance(node, ast.Assert) for node in ast.walk(_parse(cell.source))):
-            problems.append(f"cell {i} has no assert")
-        if not HIDING_TAGS & set(cell.metadata.get("tags", [])):
-            problems.append(f"cell {i} lacks the hide-cell (or remove-cell) tag")
-        if path in CHAPTERS and "check" not in cell.metadata.get("mystnb", {}).get("code_prompt_show", "").lower():
-            problems.append(
-                f"cell {i}: its toggle on the site must say it is a check (metadata mystnb.code_prompt_show)"
-            )
+    problems = check_cell_problems(_read(path), chapter=path in CHAPTERS)
     assert not problems, problems
+
+
+def test_the_check_cell_rules_catch_a_planted_fault() -> None:
+    """A check cell written oddly (lower case, no assert, an assert that cannot fail, no tag) is caught."""
+    meta = {"tags": ["hide-cell", CHECK_TAG], "mystnb": {"code_prompt_show": "Show the check behind the text"}}
+
+    def notebook(source: str, metadata: dict) -> nbformat.NotebookNode:
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, metadata=metadata)])
+
+    assert check_cell_problems(notebook("# Check: two\nassert 1 + 1 == 2", meta)) == []
+    assert check_cell_problems(notebook("# check: two\nprint(1 + 1)", meta)) == [
+        "check cell 0 has no assert that can fail"
+    ]
+    assert check_cell_problems(notebook("# Check\nassert (1 + 1 == 3, 'two')", meta)) == [
+        "check cell 0 has no assert that can fail"
+    ]
+    untagged = {"tags": ["hide-cell"]}
+    assert check_cell_problems(notebook("#check: two\nprint(2)", untagged)) == [
+        "cell 0 ('#check: two') reads as a check but lacks the tag 'text-check': tag it"
+    ]
+    assert check_cell_problems(notebook("x = 2\nassert x", {**meta, "tags": ["hide-cell"]}))[0].startswith("cell 0")
 
 
 def _toc_files() -> list[str]:
@@ -239,6 +314,61 @@ def test_chapter_opens_with_its_goal_prerequisites_and_time(path: Path) -> None:
     first = next(c for c in _read(path).cells if c.cell_type == "markdown").source
     assert ":::{admonition} In this chapter" in first
     assert all(part in first for part in ("**Goal:**", "**Assumes:**", "**Runs in:**")), first[-300:]
+
+
+def figure_1_problems(nb: nbformat.NotebookNode) -> list[str]:
+    """What keeps a chapter from opening with its part of Figure 1: a code cell before its first section (``## ``)
+    that calls ``transformer_diagram`` (``transformer_lib.book.diagrams``), with a ``highlight`` (if any) written
+    as a literal of part names from ``FIGURE_1_PARTS``. Read from the source: nothing runs."""
+    from transformer_lib.book.transformer_diagram import FIGURE_1_PARTS
+
+    calls = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"^## ", cell.source, re.MULTILINE):
+            break
+        if cell.cell_type == "code":
+            calls += [
+                node
+                for node in ast.walk(_parse(cell.source))
+                if isinstance(node, ast.Call)
+                and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "transformer_diagram"
+            ]
+    if not calls:
+        return ["no Figure 1 before the first section: call diagrams.transformer_diagram(..., highlight={...})"]
+    problems = []
+    for call in calls:
+        for keyword in (k for k in call.keywords if k.arg == "highlight"):
+            try:
+                value = ast.literal_eval(keyword.value)
+            except ValueError:
+                problems.append(f"highlight={ast.unparse(keyword.value)}: write the part names as a literal")
+                continue
+            parts = {value} if isinstance(value, str) else set(value)
+            if not parts or parts - set(FIGURE_1_PARTS):
+                problems.append(f"highlight: {sorted(parts - set(FIGURE_1_PARTS))} not in FIGURE_1_PARTS")
+    return problems
+
+
+@pytest.mark.parametrize("path", NUMBERED, ids=_ids(NUMBERED))
+def test_chapter_opens_with_its_part_of_figure_1(path: Path) -> None:
+    problems = figure_1_problems(_read(path))
+    assert not problems, problems
+
+
+def test_the_figure_1_rule_catches_a_planted_fault() -> None:
+    def opening(code: str) -> nbformat.NotebookNode:
+        cells = [nbformat.v4.new_markdown_cell("# 9. A page"), nbformat.v4.new_code_cell(code)]
+        return nbformat.v4.new_notebook(cells=[*cells, nbformat.v4.new_markdown_cell("## 9.1 A section")])
+
+    assert figure_1_problems(opening('diagrams.transformer_diagram(cfg, highlight={"feed_forward"})')) == []
+    assert figure_1_problems(opening("transformer_diagram(model, compact=True)")) == []  # the whole model
+    assert figure_1_problems(opening("print(1)"))[0].startswith("no Figure 1")
+    assert figure_1_problems(opening('diagrams.transformer_diagram(cfg, highlight="attention")')) == [
+        "highlight: ['attention'] not in FIGURE_1_PARTS"
+    ]
+    late = opening("print(1)")
+    late.cells.append(nbformat.v4.new_code_cell("diagrams.transformer_diagram(cfg)"))
+    assert figure_1_problems(late)[0].startswith("no Figure 1")  # after the first section: not the opening
 
 
 ENDING = NUMBERED + [p for p in CHAPTERS if p.name.startswith("appendix_")]
@@ -381,3 +511,102 @@ def test_solution_code_cells_are_folded_in_jupyterlab_too(path: Path) -> None:
         )
     ]
     assert not open_cells, f"solution cells {open_cells} are not folded on the site and in JupyterLab"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# CONTRIBUTING.md as written: a tiny page that follows its "Add a chapter" steps passes every rule above, and each
+# fault those steps warn about, planted in a copy, fails the rule that promises to catch it
+# ---------------------------------------------------------------------------------------------------------------------
+TINY = ROOT / "tests" / "fixtures" / "chapter" / "99_tiny.ipynb"
+PAGE_RULES = [
+    test_committed_without_outputs,
+    test_chapter_imports_the_library_and_fixes_seeds,
+    test_chapter_runs_torch_on_one_thread,
+    test_chapter_does_not_redefine_library_names,
+    test_live_controls_show_no_dead_widget_on_the_site,
+    test_chapter_opens_on_colab_with_its_library,
+    test_chapter_opens_with_its_goal_prerequisites_and_time,
+    test_chapter_opens_with_its_part_of_figure_1,
+    test_chapter_ends_with_a_summary_and_folded_exercises,
+    test_folded_blocks_use_the_form_that_folds_everywhere,
+    test_solution_code_cells_are_folded_in_jupyterlab_too,
+]
+
+
+def page_failures(path: Path) -> dict[str, str]:
+    """Each rule of this file that a chapter page at ``path`` breaks, with the first line of its message."""
+    failures = {}
+    for rule in PAGE_RULES:
+        try:
+            rule(path)
+        except AssertionError as error:
+            failures[rule.__name__] = str(error).split("\n")[0]
+    problems = check_cell_problems(_read(path), chapter=True)
+    if problems:
+        failures["check cells"] = "; ".join(problems)
+    return failures
+
+
+def _tiny_page(tmp_path: Path, name: str, plant=None) -> Path:
+    """The tiny page (with today's Colab cell: step 1 runs scripts/colab_cell.py), a fault planted by ``plant``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("colab_cell", ROOT / "scripts" / "colab_cell.py")
+    colab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(colab)
+    nb = nbformat.read(TINY, as_version=4)
+    next(c for c in nb.cells if c.cell_type == "code").source = colab.cell_source()
+    if plant is not None:
+        plant({c.source.split("\n")[0]: c for c in nb.cells})
+    path = tmp_path / f"99_{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails(tmp_path: Path) -> None:
+    assert page_failures(_tiny_page(tmp_path, "tiny")) == {}
+
+    def lower_case_check_without_assert(cells: dict) -> None:
+        cells["# Check: 15 of 25 pairs open"].source = "# check: 15 of 25 pairs open\nprint(int(mask.sum()) == 15)"
+
+    def check_without_its_tag(cells: dict) -> None:
+        cells["# Check: 15 of 25 pairs open"].metadata.tags = ["hide-cell"]
+        lower_case_check_without_assert(cells)
+
+    def no_figure_1(cells: dict) -> None:
+        cells["from transformer_lib.book import diagrams"].source = "print(tl.TransformerConfig())"
+
+    def a_part_figure_1_lacks(cells: dict) -> None:
+        figure = cells["from transformer_lib.book import diagrams"]
+        figure.source = figure.source.replace('"masked_self_attention"', '"masked_attention"')
+
+    def torch_on_all_threads(cells: dict) -> None:
+        cells["import torch"].source = cells["import torch"].source.replace("torch.set_num_threads(1)", "")
+
+    def a_myst_dropdown_hint(cells: dict) -> None:
+        exercises = cells["## Exercises"]
+        exercises.source = exercises.source.replace(
+            '<details class="hint">\n<summary>Hint</summary>\n\n'
+            "Count the lower triangle with its diagonal.\n\n</details>",
+            ":::{admonition} Hint\n:class: dropdown\nCount the lower triangle with its diagonal.\n:::",
+        )
+
+    def no_summary(cells: dict) -> None:
+        cells["## 99.2 Summary"].source = cells["## 99.2 Summary"].source.replace("Summary", "What we saw")
+
+    def an_open_solution_cell(cells: dict) -> None:
+        del cells["# Solution to exercise 1"].metadata["jupyter"]
+
+    planted = {
+        lower_case_check_without_assert: ("check cells", "check cell 6 has no assert that can fail"),
+        check_without_its_tag: ("check cells", "reads as a check but lacks the tag 'text-check'"),
+        no_figure_1: ("test_chapter_opens_with_its_part_of_figure_1", "no Figure 1 before the first section"),
+        a_part_figure_1_lacks: ("test_chapter_opens_with_its_part_of_figure_1", "['masked_attention'] not in"),
+        torch_on_all_threads: ("test_chapter_runs_torch_on_one_thread", "call torch.set_num_threads(1)"),
+        a_myst_dropdown_hint: ("test_chapter_ends_with_a_summary_and_folded_exercises", "no folded hint"),
+        no_summary: ("test_chapter_ends_with_a_summary_and_folded_exercises", "not a summary"),
+        an_open_solution_cell: ("test_solution_code_cells_are_folded_in_jupyterlab_too", "are not folded"),
+    }
+    for plant, (rule, message) in planted.items():
+        failures = page_failures(_tiny_page(tmp_path, plant.__name__, plant))
+        assert rule in failures and message in failures[rule], (plant.__name__, failures)

@@ -8,8 +8,8 @@ and the translations in ``locale/zh_CN/LC_MESSAGES/<page>.po``, into ``_build/ht
 As a Sphinx extension (listed in ``_config.yml``), :func:`setup` gives every page of either site a
 ``<link rel="alternate" hreflang=...>`` to the same page in the other language and the script that turns it into
 the "中文 / English" button (``book/_static/language.js``, styled by ``book/_static/i18n.css``, which also gives the
-Chinese site a CJK font stack). :data:`TRANSLATED` lists the pages whose catalogs are complete; the catalog test
-(tests/test_i18n.py) holds them to it, and the other pages show their English on the Chinese site.
+Chinese site a CJK font stack), and puts the notice of a page pending translation at its top. Which pages are
+translated (:data:`TRANSLATED`), and the rule for the others, is :mod:`transformer_lib.site.translated`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from .translated import TRANSLATED, untranslated_notice
 
 __all__ = [
     "LANGUAGES",
@@ -35,36 +37,6 @@ __all__ = [
 # Sphinx language code -> (the html lang attribute, the switch's label for that language)
 LANGUAGES: dict[str, tuple[str, str]] = {"en": ("en", "English"), "zh_CN": ("zh-CN", "中文")}
 SUBDIR = {"en": "", "zh_CN": "zh/"}  # where each site lives under _build/html
-# The pages whose Chinese catalog is complete (every message translated, none fuzzy): tests/test_i18n.py checks
-# them. A page not listed here reads in English on the Chinese site until its catalog is done.
-TRANSLATED: tuple[str, ...] = (
-    "book/intro",
-    "book/01_why_not_rnn",
-    "book/02_tokens_and_embeddings",
-    "book/03_positional_encoding",
-    "book/04_attention",
-    "book/05_masks",
-    "book/06_multi_head_attention",
-    "book/06b_encoder_block",
-    "book/06c_the_whole_model",
-    "book/07_cross_attention_and_decoding",
-    "book/07b_kv_cache_loss_and_limits",
-    "book/08_training",
-    "book/appendix_pretrained",
-    "book/appendix_questions",
-    "book/appendix_performance",
-    "book/appendix_notes_checked",
-    "book/glossary",
-    "book/bibliography",
-    "book/api",
-    "book/assignments/index",
-    "book/assignments/01_tokenizer",
-    "book/assignments/02_positional_encoding",
-    "book/assignments/03_attention",
-    "book/assignments/04_masks",
-    "book/assignments/05_multi_head_attention",
-    "book/assignments/06_decoder",
-)
 
 
 # What a translation must keep exactly as the English message has it: inline math, code spans, roles (with their
@@ -239,6 +211,8 @@ def setup(app: Any) -> dict[str, Any]:
         language = site_language(app.config)
         if language != "en" and "body" in context:
             context["body"] = translate_page_text(context["body"], language)
+            # a page pending translation says so, in the site's language, above its English
+            context["body"] = untranslated_notice(pagename, app.env.found_docs, language) + context["body"]
         if language != "en":  # the book's title (<title>, the logo's text) and footer, from the theme's catalog
             _site_words(context)
         if language != "en" and "theme_search_bar_text" in context:  # the header's search field, on every page

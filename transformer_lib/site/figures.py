@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from transformer_lib.book.labels import alt_sentence, translate_figure
+from transformer_lib.book.labels import alt_sentence, say, translate_figure
 from transformer_lib.book.toolbar import PLOTLY_CONFIG
 
 from .i18n import site_language
@@ -60,13 +60,13 @@ class PlotlyMystNbRenderer:
         # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
         # an image role would hide from assistive technology (axe: nested-interactive)
         role = "figure"
+        unloaded = say("plotly.js did not load; this figure cannot be drawn.", lang)
         code = (
             f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
             f'<script type="text/javascript">\n'
             f"(function () {{\n  var fig = {payload};\n{template}  function draw() {{\n"
             f'    var el = document.getElementById("{div_id}");\n'
-            f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
-            f"return; }}\n"
+            f"    if (!window.Plotly) {{ el.textContent = {json.dumps(unloaded, ensure_ascii=False)}; return; }}\n"
             f"    var config = Object.assign({{responsive: true}}, fig.config || {{}}, {json.dumps(PLOTLY_CONFIG)});\n"
             # a touch screen has no hover: plotly would show its toolbar all the time, over the figure's title
             f'    if (window.matchMedia && window.matchMedia("(hover: none)").matches) {{\n'

@@ -142,7 +142,6 @@ def alt_text(figure: dict[str, Any], lang: str = "en") -> str:
     says of itself: its title, its axes and, for a control, how many views it holds (labels as the figure has them:
     :func:`.labels.translate_figure` has already put them in ``lang``).
     """
-    zh = lang == "zh"
     layout = figure.get("layout") or {}
     meta = layout.get("meta")
     if isinstance(meta, dict) and isinstance(meta.get("alt_facts"), dict):
@@ -154,22 +153,23 @@ def alt_text(figure: dict[str, Any], lang: str = "en") -> str:
         value = value.get("text") if isinstance(value, dict) else value
         return " ".join(re.sub(r"<[^>]+>", " ", value).split()) if isinstance(value, str) else ""
 
+    # its words are entries of the figures' catalog, like alt_sentence's (labels.say)
     kinds = sorted({str(t.get("type") or "scatter") for t in figure.get("data") or []})
-    parts = [text(layout.get("title")) or ("图" if zh else "Figure")]
-    described = {"heatmap": ("heat map", "热图"), "scatter": ("plot", "曲线图"), "bar": ("bar chart", "柱状图")}
+    parts = [text(layout.get("title")) or say("Figure", lang)]
+    described = {"heatmap": "heat map", "scatter": "plot", "bar": "bar chart"}
     if kinds:
-        parts.append(("与" if zh else " and ").join(described[k][zh] if k in described else k for k in kinds))
+        parts.append(say(" and ", lang).join(say(described[k], lang) if k in described else k for k in kinds))
     axes = [
-        f"{key[0]}{'：' if zh else ': '}{text(axis.get('title'))}"
+        say("{axis}: {title}", lang, axis=key[0], title=text(axis.get("title")))
         for key, axis in sorted(layout.items())
         if re.fullmatch(r"[xy]axis\d*", key) and isinstance(axis, dict) and text(axis.get("title"))
     ]
     if axes:
-        parts.append(("，" if zh else ", ").join(dict.fromkeys(axes)))
+        parts.append(say(", ", lang).join(dict.fromkeys(axes)))
     views = sum(len(c.get("steps") or c.get("buttons") or []) for c in layout.get("sliders") or [])
     if views:
-        parts.append(f"{views} 个视图，用滑块选择" if zh else f"{views} views, chosen with a slider")
-    return ("；" if zh else "; ").join(parts)
+        parts.append(say("{views} views, chosen with a slider", lang, views=views))
+    return say("; ", lang).join(parts)
 
 
 def without_alt(figure: dict[str, Any]) -> dict[str, Any]:

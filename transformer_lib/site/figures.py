@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from transformer_lib.book.labels import alt_sentence, say, translate_figure
+from transformer_lib.book.labels import CATALOGS, alt_sentence, say, translate_figure
 from transformer_lib.book.toolbar import PLOTLY_CONFIG
 
 from .i18n import site_language
@@ -50,6 +50,8 @@ class PlotlyMystNbRenderer:
         figure = single_precision(figure)
         env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)  # the Chinese site: labels in Chinese
         lang = "zh" if env is not None and site_language(env.config) == "zh_CN" else "en"
+        if env is not None and lang != "en":  # a changed figures.po re-reads the pages whose figures it translates
+            env.note_dependency(str(CATALOGS[lang]))
         figure = translate_figure(figure, lang)
         label = html.escape(alt_text(figure, lang), quote=True)
         figure = without_alt(figure)

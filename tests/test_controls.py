@@ -58,4 +58,8 @@ def test_html_twin_has_one_menu_per_argument_and_one_view_per_combination():
     # the view key is what the page's JavaScript builds: JSON.stringify of the menus' values
     key = json.dumps(["2", "b c"], separators=(",", ":")).replace('"', "&quot;")
     assert f'data-view="{key}"><b>b c 2</b>' in out  # the initial view, not hidden
-    assert out.count(" hidden>") == 3 and "<option selected>2</option>" in out
+    assert out.count(" hidden>") == 3 and '<option value="2" selected>2</option>' in out
+    # its words in Chinese too, from the figures' catalog, for the Chinese page's script to show
+    masks = precomputed_html(lambda kind: kind, {"kind": ["padding", "causal and padding"]}).data
+    assert '<span data-zh="类型">kind</span>' in masks and '<option value="padding" data-zh="填充" selected>' in masks
+    assert 'data-zh="因果和填充"' in masks and "document.documentElement.lang === 'zh-CN'" in masks

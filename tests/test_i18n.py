@@ -231,9 +231,6 @@ def glossary_terms() -> dict[str, list[str]]:
 
 # Terms too common in ordinary English to demand their Chinese in every sentence that uses the word
 _ORDINARY = {"stack", "head", "batch", "alignment", "vocabulary", "value", "key", "query", "step", "memory"}
-# Figure labels (figures.po) that say a term in a short form, as they did when the labels moved from labels.py's
-# dictionary into the catalog: a translator's decision, listed here rather than reworded in passing
-_SHORT_FIGURE_LABELS = {("dropout 0.1", "dropout"), ("sequential steps", "sequential steps")}
 
 
 def test_the_glossary_gives_a_chinese_term_for_its_rows():
@@ -253,8 +250,6 @@ def test_each_glossary_term_is_rendered_as_the_glossary_says():
         english = re.sub(r"`[^`]*`|\$[^$]*\$|\{[\w:-]+\}|\]\([^)]*\)", " ", message.id)
         for term, options in terms.items():
             if re.search(rf"(?<![\w-]){re.escape(term)}s?(?![\w-])", english, re.IGNORECASE):
-                if page == "figures" and (message.id, term) in _SHORT_FIGURE_LABELS:
-                    continue
                 if not any(o in message.string for o in options) and term.lower() not in message.string.lower():
                     problems.append(f"{page}: {term!r} should read {' / '.join(options)}: {message.string[:50]!r}")
     assert not problems, problems

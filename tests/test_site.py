@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from transformer_lib.book import viz
+from transformer_lib.book.labels import CATALOGS
 from transformer_lib.site import figures as site
 
 
@@ -37,6 +38,13 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
         "plotly": ("plotly.min.js", {}),  # loaded once per page, from _static/
         "plotly-theme": ("plotly-theme.js", {}),
     }  # and the dark-mode colours
+    # on the Chinese site the labels come from figures.po, so a page depends on it: a changed catalog re-reads the page
+    noted: list[str] = []
+    env = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), docname="p", note_dependency=noted.append)
+    renderer.renderer = SimpleNamespace(sphinx_env=env)
+    (node,) = site.PlotlyMystNbRenderer.handle_mime(renderer, data, False)
+    assert noted == [str(CATALOGS["zh"])] and CATALOGS["zh"].name == "figures.po"
+    assert "2 行 × 2 列" in node.astext()  # its text alternative in Chinese
     other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
     assert site.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
     assert ("html", site.PLOTLY_MIME, 15) in site.PlotlyMystNbRenderer.mime_priority_overrides

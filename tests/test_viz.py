@@ -289,6 +289,10 @@ def test_a_figure_says_what_it_shows_in_chinese_on_the_chinese_site():
     assert not re.search(r"Diagram|Parts|masked|self-attention", alt), alt
     with pytest.raises(ValueError, match="kind"):
         site.alt_text({"layout": {"meta": {"alt_facts": {"kind": "pie"}}}})
+    # a figure that recorded no facts is described from its title, kinds and axes, in the same catalog's words
+    bare = {"data": [{"type": "bar"}], "layout": {"xaxis": {"title": {"text": "键"}}, "sliders": [{"steps": [{}, {}]}]}}
+    assert site.alt_text(bare) == "Figure; bar chart; x: 键; 2 views, chosen with a slider"
+    assert site.alt_text(bare, "zh") == "图；柱状图；x：键；2 个视图，用滑块选择"
     # the page carries the sentence once, as the aria-label, not again inside the figure
     assert "alt" not in json.dumps(site.without_alt(drawn)["layout"].get("meta", {}))
     assert site.without_alt(drawn)["layout"]["meta"]["fit_text_width"]

@@ -10,7 +10,11 @@ title or axis is checked too.
 What may stay in Latin letters: symbols and code names (d_k, qkv_proj, W<sup>Q</sup>), model and method names
 (Transformer, LSTM, BPE, SDPA), and data: a token, an example sentence quoted or given after a Chinese label's colon
 (“下一个词元的候选：the big mouse …”), a trace's text (the tokens a scatter plot writes), the tick labels of a
-token axis, and the "name=value" entries of a menu that plotly-theme.js turns into labelled dropdowns.
+token axis, and the "name=value" entries of a menu that plotly-theme.js turns into labelled dropdowns. Tick labels
+and category names that a chapter's code writes ("head 1", "layer 2", "sentence 0", "words") are labels, not data:
+one is reported when it is a label the catalog knows or reads as a word and a number; a dropdown's names and its
+values that the catalog knows are reported unless the figure's words (``figure["words"]``, which plotly-theme.js
+shows in their place) give their Chinese.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import transformer_lib as tl
 from transformer_lib.book import attention_diagrams as ad
 from transformer_lib.book import diagrams, viz
 from transformer_lib.book import flow_diagrams as fd
-from transformer_lib.book.labels import translate_figure
+from transformer_lib.book.labels import catalog, translate_figure
 from transformer_lib.book.pretrained import attention_explorer_html
 
 ZH_SITE = Path(__file__).resolve().parents[1] / "_build" / "html" / "zh"
@@ -65,6 +69,16 @@ def english_words(label: str) -> list[str]:
     return words
 
 
+_NUMBERED = re.compile(r"^[A-Za-z][A-Za-z' -]*[A-Za-z] \d+$")  # "head 1", "layer 12", "sentence 0"
+_ENTRY_PART = re.compile(r", (?=[A-Za-z_][\w ]*=)")  # between a menu entry's "name=value" parts (plotly-theme.js)
+
+
+def is_label(category: Any) -> bool:
+    """Whether a tick label or a category name is a label rather than data: one the figures' catalog translates
+    ("words", "mean of heads"), or a word and a number ("head 1"). A token ("the", "␣cat") is neither."""
+    return isinstance(category, str) and (category.strip() in catalog("zh") or bool(_NUMBERED.match(category)))
+
+
 def figure_problems(figure: dict[str, Any]) -> list[str]:
     """Every label of a plotly figure (its JSON) that shows an English word: where it is and what it says."""
     problems: list[str] = []
@@ -73,6 +87,27 @@ def figure_problems(figure: dict[str, Any]) -> list[str]:
         if isinstance(label, str) and not _MENU_ENTRY.match(label) and english_words(label):
             problems.append(f"{where}: {label!r} ({', '.join(english_words(label))})")
 
+    def categories(where: str, values: Any) -> None:  # tick labels, a heatmap's rows, a marker's text
+        if isinstance(values, list):
+            for i, value in enumerate(values):
+                if is_label(value) and english_words(value):
+                    problems.append(f"{where}[{i}]: {value!r} ({', '.join(english_words(value))})")
+
+    words = figure.get("words") or {}
+
+    def menu(where: str, entries: list) -> None:  # what plotly-theme.js shows for "name=value" entries
+        for i, entry in enumerate(entries):
+            label = entry.get("label") if isinstance(entry, dict) else None
+            if not isinstance(label, str) or not _MENU_ENTRY.match(label):
+                continue
+            for part in _ENTRY_PART.split(label):
+                name, value = part.split("=", 1)
+                for shown, known in ((words.get(name, name), True), (words.get(value, value), is_label(value))):
+                    if known and english_words(shown):
+                        problems.append(
+                            f"{where}[{i}].label: {shown!r} in {label!r} ({', '.join(english_words(shown))})"
+                        )
+
     def walk(node: Any, where: str) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
@@ -80,6 +115,11 @@ def figure_problems(figure: dict[str, Any]) -> list[str]:
                     continue
                 if key.rsplit(".", 1)[-1] in _LABEL_KEYS and isinstance(value, str):
                     check(f"{where}.{key}", value)
+                elif key == "ticktext":
+                    categories(f"{where}.{key}", value)
+                elif key == "buttons" and isinstance(value, list):
+                    menu(f"{where}.{key}", value)
+                    walk(value, f"{where}.{key}")
                 else:
                     walk(value, f"{where}.{key}")
         elif isinstance(node, list):
@@ -98,6 +138,8 @@ def figure_problems(figure: dict[str, Any]) -> list[str]:
         if not isinstance(trace, dict):
             continue
         check(f"{where}.hovertemplate", trace.get("hovertemplate"))
+        for key in ("x", "y", "text"):
+            categories(f"{where}.{key}", trace.get(key))
         hidden = trace.get("showlegend") is False or not legend or trace.get("hoverinfo") in ("skip", "none")
         if not hidden:
             check(f"{where}.name", trace.get("name"))
@@ -167,6 +209,44 @@ def test_an_english_hover_title_axis_or_legend_is_found() -> None:
         "layout.title.text",
         "layout.xaxis.title.text",
     ], found
+
+
+def test_an_english_tick_label_category_or_menu_word_is_found() -> None:
+    """The check on what a chapter's own code writes: tick labels, a heatmap's rows and columns, a marker's text and a
+    dropdown's names are reported while English, and not once translated; a token axis is data and stays."""
+    english = {
+        "data": [
+            {"type": "heatmap", "x": ["head 1", "head 2"], "y": ["layer 1", "layer 2"], "z": [[0, 1], [1, 0]]},
+            {"type": "scatter", "mode": "markers+text", "x": [1], "y": [2], "text": ["words"], "showlegend": False},
+        ],
+        "layout": {
+            "xaxis": {"tickvals": [0, 1, 2], "ticktext": ["sentence 0", "sentence 1", "sentence 2"]},
+            "yaxis": {"tickvals": [0, 1, 2], "ticktext": ["the", "␣cat", "sat"]},  # tokens: data
+            "updatemenus": [
+                {"buttons": [{"label": f"kind={k}, seq_len=16", "method": "update"} for k in ("rnn", "padding")]}
+            ],
+        },
+    }
+    planted = sorted(p.split(":")[0] for p in figure_problems(english))
+    assert planted == [
+        "data[0].x[0]",
+        "data[0].x[1]",
+        "data[0].y[0]",
+        "data[0].y[1]",
+        "data[1].text[0]",
+        "layout.updatemenus[0].buttons[0].label",  # kind
+        "layout.updatemenus[0].buttons[0].label",  # rnn, a value the catalog knows (RNN)
+        "layout.updatemenus[0].buttons[1].label",  # kind
+        "layout.updatemenus[0].buttons[1].label",  # padding
+        "layout.xaxis.ticktext[0]",
+        "layout.xaxis.ticktext[1]",
+        "layout.xaxis.ticktext[2]",
+    ], planted
+    zh = translate_figure(english, "zh")
+    assert figure_problems(zh) == [], figure_problems(zh)
+    assert zh["layout"]["xaxis"]["ticktext"] == ["句子 0", "句子 1", "句子 2"] and zh["data"][1]["text"] == ["词"]
+    assert zh["layout"]["yaxis"]["ticktext"] == ["the", "␣cat", "sat"]  # a token axis is left alone
+    assert zh["words"] == {"view": "视图", "kind": "类型", "rnn": "RNN", "padding": "填充", "seq_len": "序列长度"}
 
 
 def explorer_words(html: str) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import types
 from pathlib import Path
 
@@ -30,3 +32,26 @@ def test_the_projects_booktheme_catalog_comes_before_the_themes_own() -> None:
         locale.translators.pop(key, None)
         if saved is not None:
             locale.translators[key] = saved
+
+
+def test_the_scripts_words_come_from_the_theme_catalog() -> None:
+    """reader.js writes its button's label and tooltip and the colour button's name through window.tlWords, which a
+    Chinese page carries from booktheme.po (i18n.script_words): no Chinese in the script itself."""
+    from transformer_lib.site.i18n import SCRIPT_WORDS, script_words
+
+    key = ("general", THEME_CATALOG)
+    saved = locale.translators.pop(key, None)
+    try:
+        config = types.SimpleNamespace(language="zh_CN", locale_dirs=["locale"])
+        _theme_catalog(types.SimpleNamespace(config=config, srcdir=str(ROOT)))
+        tag = script_words()
+    finally:
+        locale.translators.pop(key, None)
+        if saved is not None:
+            locale.translators[key] = saved
+    table = json.loads(tag.removeprefix("<script>window.tlWords = ").removesuffix(";</script>\n"))
+    assert set(table) == set(SCRIPT_WORDS), sorted(set(SCRIPT_WORDS) - set(table))  # every word translated
+    assert table["Hide code"] == "隐藏代码" and table["Color mode: {mode}"] == "颜色模式：{mode}"
+    reader = (ROOT / "book" / "_static" / "reader.js").read_text(encoding="utf-8")
+    assert not re.search(r"[\u4e00-\u9fff]", reader)
+    assert all(f'"{word}"' in reader for word in SCRIPT_WORDS)  # each word is one the script asks for

@@ -105,16 +105,10 @@
     });
     return count === buttons.length ? menus : null;
   }
-  // The words of menus built from "name=value" entries, on the Chinese site (the entries themselves stay as the
-  // code wrote them: they are how a choice finds its button)
-  var MENU_WORDS = {"zh-CN": {sentence: "句子", kind: "类型", layer: "层", head: "头", view: "视图", layout: "结构",
-                              n_layers: "层数", temperature: "温度", seq_len: "序列长度", padding: "填充",
-                              causal: "因果", combined: "组合", "held-out": "留出句", attention: "注意力"}};
-  function shown(text) {
-    var words = MENU_WORDS[document.documentElement.lang];
-    return (words && words[text]) || text;
-  }
-  function option(text, selected) {
+  // The words of menus built from "name=value" entries in the page's language: fig.words, which the site's build
+  // takes from the figures' catalog (transformer_lib.book.labels.menu_words); the entries themselves stay as the
+  // code wrote them: they are how a choice finds its button
+  function option(text, selected, shown) {
     var o = document.createElement("option");
     o.textContent = shown(text);
     o.value = text;
@@ -122,7 +116,8 @@
     return o;
   }
   window.tlPlotlyMenus = function (fig, el) {
-    var layout = fig.layout || {}, kept = [], bar = null;
+    var layout = fig.layout || {}, kept = [], bar = null, words = fig.words || {};
+    function shown(text) { return words[text] || text; }
     (layout.updatemenus || []).forEach(function (menu) {
       var buttons = (menu.buttons || []).filter(function (b) { return b.method && b.method !== "skip"; });
       if (menu.type === "buttons" || buttons.length < 2) { kept.push(menu); return; }
@@ -138,7 +133,7 @@
           var label = document.createElement("label"), select = document.createElement("select");
           label.appendChild(document.createTextNode(shown(m.name) + " "));
           m.values.forEach(function (v, j) {
-            select.appendChild(option(v, current ? current[i][1] === v : buttons[j] === active));
+            select.appendChild(option(v, current ? current[i][1] === v : buttons[j] === active, shown));
           });
           label.appendChild(select);
           bar.appendChild(label);

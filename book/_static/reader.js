@@ -19,6 +19,10 @@
     });
   }
 
+  // The words this script writes, in the page's language: window.tlWords, which the Chinese site's build writes from the
+  // theme's catalog (transformer_lib.site.i18n.script_words); English where it has none
+  function say(text) { return (window.tlWords && window.tlWords[text]) || text; }
+
   // Reading mode: code cells folded away. The choice is kept for the whole site (localStorage "tl-hide-code").
   var KEY = "tl-hide-code";
   function stored() {
@@ -28,11 +32,8 @@
     document.documentElement.classList.toggle("tl-hide-code", hidden);
     try { window.localStorage.setItem(KEY, hidden ? "1" : "0"); } catch (e) { /* private mode: this page only */ }
     if (button) {
-      var zh = document.documentElement.lang === "zh-CN";  // the Chinese site (transformer_lib/site/i18n.py)
-      button.title = zh ? (hidden ? "显示代码单元格" : "隐藏代码单元格（保留输出）")
-        : (hidden ? "Show the code cells" : "Hide the code cells (outputs stay)");
-      button.querySelector(".tl-hide-code-label").textContent = zh ? (hidden ? "显示代码" : "隐藏代码")
-        : (hidden ? "Show code" : "Hide code");
+      button.title = say(hidden ? "Show the code cells" : "Hide the code cells (outputs stay)");
+      button.querySelector(".tl-hide-code-label").textContent = say(hidden ? "Show code" : "Hide code");
     }
   }
   document.documentElement.classList.toggle("tl-hide-code", stored());  // before the page is drawn: no flash
@@ -75,8 +76,7 @@
           return window.getComputedStyle(icon).display !== "none";
         })[0];
         var mode = shown ? (shown.getAttribute("data-tl-name") || "").trim() : "";
-        var what = button.getAttribute("data-bs-title") || "Color mode";  // the theme's word, in the page's language
-        if (mode) { button.setAttribute("aria-label", what + (document.documentElement.lang === "zh-CN" ? "：" : ": ") + mode); }
+        if (mode) { button.setAttribute("aria-label", say("Color mode: {mode}").replace("{mode}", mode)); }
       }
       update();
       new MutationObserver(update).observe(button, {childList: true, subtree: true});  // Font Awesome draws later

@@ -137,6 +137,7 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         ),
         (re.compile(r"^layer (\d+), head (\d+)$"), r"第 \1 层，第 \2 个头"),
         (re.compile(r"^layer (\d+)$"), r"第 \1 层"),
+        (re.compile(r"^sentence (\d+)$"), r"句子 \1"),
         (re.compile(r"^head (\d+)$"), r"头 \1"),
         (re.compile(r"^(\d+) heads<br>(.*)$"), r"\1 个头<br>\2"),
         (re.compile(r"^linear (\d+) → (\d+)$"), r"线性层 \1 → \2"),

@@ -6,11 +6,15 @@ site's figure renderer (:mod:`.site`) passes each figure through :func:`translat
 label found in the figures' catalog, ``locale/zh_CN/LC_MESSAGES/figures.po`` (whole strings: msgid the English,
 msgstr the Chinese, read by :func:`catalog`), or matched by a rule of :data:`.label_patterns.PATTERNS` (labels with a
 number or a name in them) by its Chinese. Math, code names, numbers and token strings are left as they are; a label
-that is not in the catalog stays English (``scripts/i18n.py labels`` lists them). Printed output is never touched:
-it is what the code prints.
+that is not in the catalog stays English (``scripts/i18n.py labels`` lists them). Tick labels and category names
+(a heatmap's rows, a marker's text) are translated only when every one of a list is a label ("head 1", "layer 2"),
+so that a sentence's tokens stay data; a dropdown's "name=value" words travel beside the figure
+(``figure["words"]``, :func:`menu_words`) for plotly-theme.js to show. Printed output is never touched: it is what
+the code prints.
 
 A figure's text alternative (what a screen reader says in its place) is kept as facts, not as a sentence
-(``layout.meta.alt_facts``, written by :func:`.viz.describe`); :func:`alt_sentence` says them in either language.
+(``layout.meta.alt_facts``, written by :func:`.viz.describe`); :func:`alt_sentence` says them in either language,
+with sentence templates that are entries of the same catalog (:func:`say`).
 
 The Chinese terms are the glossary's (book/glossary.md, aligned with zh.d2l.ai).
 """
@@ -35,6 +39,8 @@ __all__ = [
     "translate_hover",
     "translate_figure",
     "figure_texts",
+    "menu_words",
+    "say",
     "alt_sentence",
     "alt_meta",
 ]
@@ -138,8 +144,18 @@ def translate_hover(template: str, lang: str) -> str:
     return "<br>".join(line(part) for part in template.split("<br>"))
 
 
+def _categories(values: Any, lang: str) -> Any:
+    """A list of category names (a heatmap's rows, a marker's text) in ``lang`` when every one of them is a label that
+    the catalog or a rule translates ("layer 1", "head 2", "words"); otherwise as it is, since then they are data:
+    the tokens of a sentence stay as the model saw them even if one of them happens to be a label ("key")."""
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        return values
+    translated = [translate(v, lang) for v in values]
+    return translated if all(t != v for t, v in zip(translated, values, strict=True)) else values
+
+
 def _trace(trace: Any, lang: str) -> Any:
-    """A trace with its name and hover template in ``lang`` (its data, text included, as they are)."""
+    """A trace with its name, hover template and category names in ``lang`` (its numbers and tokens as they are)."""
     if not isinstance(trace, dict):
         return trace
     out = dict(trace)
@@ -147,13 +163,22 @@ def _trace(trace: Any, lang: str) -> Any:
         out["name"] = translate(trace["name"], lang)
     if isinstance(trace.get("hovertemplate"), str):
         out["hovertemplate"] = translate_hover(trace["hovertemplate"], lang)
+    for key in ("x", "y", "text"):
+        if key in trace:
+            out[key] = _categories(trace[key], lang)
     return out
 
 
 def _walk(node: Any, lang: str) -> Any:
     if isinstance(node, dict):
         return {
-            key: translate(value, lang) if _is_label(key, value) else value if key == "meta" else _walk(value, lang)
+            key: translate(value, lang)
+            if _is_label(key, value)
+            else value
+            if key == "meta"
+            else _categories(value, lang)
+            if key.rsplit(".", 1)[-1] == "ticktext"
+            else _walk(value, lang)
             for key, value in node.items()
         }
     if isinstance(node, list):
@@ -164,7 +189,8 @@ def _walk(node: Any, lang: str) -> Any:
 def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
     """A copy of a plotly figure (its JSON as a dict) with its layout's labels and its traces' names in ``lang``.
 
-    Data (coordinates, tick values, token strings in ``x``/``y``) are left alone; so is ``figure`` itself."""
+    Data (numbers, tick values, token strings in ``x``/``y``) are left alone; so is ``figure`` itself. A list of
+    category names or tick labels is translated when every one of them is a label (``_categories``)."""
     if lang == "en":
         return figure
     translate("", lang)  # a clear error for an unknown language
@@ -173,6 +199,9 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
         out["layout"] = _walk(figure["layout"], lang)
     if "data" in figure:
         out["data"] = [_trace(trace, lang) for trace in figure["data"]]
+    words = menu_words(figure, lang)
+    if words:  # the words plotly-theme.js shows for a dropdown's "name=value" entries (the entries stay as they are)
+        out["words"] = words
     if figure.get("frames"):  # an animation's frames carry their own traces and titles
         out["frames"] = [
             {
@@ -185,6 +214,33 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
             for frame in figure["frames"]
         ]
     return out
+
+
+# A dropdown entry "kind=lstm, seq_len=16": its names and values (plotly-theme.js reads entries the same way)
+_ENTRY_SPLIT = re.compile(r", (?=[A-Za-z_][\w ]*=)")
+
+
+def menu_words(figure: dict[str, Any], lang: str) -> dict[str, str]:
+    """The words a figure's dropdown menus show, in ``lang``: each name and value of their "name=value" entries, and
+    "view" (the name of a menu whose entries are plain labels), that the catalog translates.
+
+    plotly-theme.js turns a dropdown into HTML ``<select>`` menus; an entry's label is how a choice finds its plotly
+    button, so it stays as the code wrote it, and the site shows these words in its place (``figure["words"]``).
+
+    >>> menu_words({"layout": {"updatemenus": [{"buttons": [{"label": "layer=1, head=2"}]}]}}, "zh")
+    {'view': '视图', 'layer': '层', 'head': '头'}
+    """
+    menus = (figure.get("layout") or {}).get("updatemenus") or []
+    if lang == "en" or not menus:
+        return {}
+    found = ["view"]
+    for menu in menus:
+        for button in menu.get("buttons") or [] if isinstance(menu, dict) else []:
+            label = button.get("label") if isinstance(button, dict) else None
+            if isinstance(label, str) and "=" in label:
+                for part in _ENTRY_SPLIT.split(label):
+                    found += part.split("=", 1)
+    return {w: translate(w, lang) for w in dict.fromkeys(w.strip() for w in found) if translate(w, lang) != w}
 
 
 def figure_texts(figure: dict[str, Any]) -> list[str]:
@@ -217,10 +273,24 @@ def _plain(text: Any) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", str(text)).split())
 
 
+def say(template: str, lang: str, **values: Any) -> str:
+    """A sentence of the site's own (a text alternative, a message in a figure's place) in ``lang``: ``template``, an
+    English sentence with ``{named}`` places, is a msgid of the figures' catalog, whose msgstr puts the same places in
+    the Chinese order; the values fill them. A template the catalog lacks is said in English.
+
+    >>> say("{rows} rows", "zh", rows=3), say("{rows} rows", "en", rows=3)
+    ('3 行', '3 rows')
+    """
+    if lang != "en":
+        template = catalog(lang).get(template, template)
+    return template.format(**values)
+
+
 def alt_sentence(facts: dict[str, Any], lang: str) -> str:
     """A figure's text alternative in ``lang``, from the facts its drawing function recorded (``kind`` is "heatmap",
     "lines", "training" or "diagram"; titles, axis titles, names and parts are labels, translated like the figure's
-    own; a range is ``[low, high]`` or None when there is no finite value).
+    own; a range is ``[low, high]`` or None when there is no finite value). Its sentences are templates of the
+    figures' catalog (:func:`say`), so the Chinese one is a translator's, not the code's.
 
     >>> facts = {"kind": "heatmap", "title": "self-attention", "rows": 2, "row_title": "query", "cols": 3,
     ...          "col_title": "key", "range": [0.0, 1.0]}
@@ -230,7 +300,6 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
     '热图：自注意力。2 行（查询） × 3 列（键），取值从 0 到 1。'
     """
     kind = facts.get("kind")
-    zh = lang == "zh"
     translate("", lang)  # a clear error for an unknown language
 
     def word(label: Any) -> str:
@@ -238,55 +307,52 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
 
     def span(values: Any) -> str:
         if values is None:
-            return "没有有限值" if zh else "with no finite value"
+            return say("with no finite value", lang)
         low, high = (f"{float(v):.3g}" for v in values)
-        return f"从 {low} 到 {high}" if zh else f"from {low} to {high}"
+        return say("from {low} to {high}", lang, low=low, high=high)
 
-    title = word(facts.get("title"))
-    head = {
-        "heatmap": ("Heat map", "热图"),
-        "lines": ("Line plot", "折线图"),
-        "training": ("Training curves", "训练曲线"),
-        "diagram": ("Diagram", "示意图"),
-    }
+    def listed(items: list[str], more: int, parts: bool) -> str:  # a line plot's "a; b and 2 more", a diagram's "a, b"
+        text = say(", " if parts else "; ", lang).join(items)
+        if not more:
+            return text
+        return say("{items}, and {more} more" if parts else "{items} and {more} more", lang, items=text, more=more)
+
+    head = {"heatmap": "Heat map", "lines": "Line plot", "training": "Training curves", "diagram": "Diagram"}
     if kind not in head:
         raise ValueError(f"facts: expected a kind among {sorted(head)}, got {kind!r}")
-    named = head[kind][zh] + (("：" if zh else ": ") + title if title else "")
+    title = word(facts.get("title"))
+    named = say(head[kind], lang)
+    named = say("{kind}: {title}", lang, kind=named, title=title) if title else named
     more = int(facts.get("more") or 0)
     if kind == "heatmap":
         rows, cols = word(facts.get("row_title")), word(facts.get("col_title"))
-        if zh:
-            r = f"{facts['rows']} 行" + (f"（{rows}）" if rows else "")
-            c = f"{facts['cols']} 列" + (f"（{cols}）" if cols else "")
-            return f"{named}。{r} × {c}，取值{span(facts.get('range'))}。"
-        r = f"{facts['rows']} rows" + (f" ({rows})" if rows else "")
-        c = f"{facts['cols']} columns" + (f" ({cols})" if cols else "")
-        return f"{named}. {r} by {c}, values {span(facts.get('range'))}."
-    series = [(word(name), span(values)) for name, values in facts.get("series") or []]
+        r, c = say("{rows} rows", lang, rows=facts["rows"]), say("{cols} columns", lang, cols=facts["cols"])
+        r = say("{count} ({title})", lang, count=r, title=rows) if rows else r
+        c = say("{count} ({title})", lang, count=c, title=cols) if cols else c
+        return say("{named}. {rows} by {cols}, values {span}.", lang, named=named, rows=r, cols=c,
+                   span=span(facts.get("range")))  # fmt: skip
+    series = [
+        say("{name} {span}", lang, name=word(name), span=span(values)) for name, values in facts.get("series") or []
+    ]
     if kind == "lines":
-        y_title, x_title, x_span = word(facts.get("y_title")), word(facts.get("x_title")), span(facts.get("x_range"))
-        log = facts.get("log_x")
-        if zh:
-            lines = "；".join(f"{name} {values}" for name, values in series) + (f"，另有 {more} 条" if more else "")
-            axes = f"{y_title or '数值'} 随 {x_title or 'x'} 变化（{x_span}{'，对数刻度' if log else ''}）"
-            return f"{named}。{axes}：{lines}。"
-        lines = "; ".join(f"{name} {values}" for name, values in series) + (f" and {more} more" if more else "")
-        axes = f"{y_title or 'value'} against {x_title or 'x'} ({x_span}{', log scale' if log else ''})"
-        return f"{named}. {axes}: {lines}."
+        axes = say(
+            "{y} against {x} ({span}, log scale)" if facts.get("log_x") else "{y} against {x} ({span})",
+            lang,
+            y=word(facts.get("y_title")) or say("value", lang),
+            x=word(facts.get("x_title")) or "x",
+            span=span(facts.get("x_range")),
+        )
+        return say("{named}. {axes}: {lines}.", lang, named=named, axes=axes, lines=listed(series, more, False))
     if kind == "training":
         unit = word(facts.get("x_title"))
-        if zh:
-            curves = "；".join(f"{name} {values}" for name, values in series)
-            return f"{named}，共 {facts['length']} {unit}。{curves}。"
-        return f"{named}, over {facts['length']} {unit}s. {'; '.join(f'{n} {v}' for n, v in series)}."
+        return say("{named}, over {length} {unit}s. {curves}.", lang, named=named, length=facts["length"], unit=unit,
+                   curves=listed(series, 0, False))  # fmt: skip
     # a part is named by the first line of its label, translated as a whole (the catalog holds whole labels)
     parts = list(dict.fromkeys(_plain(translate(str(p), lang).split("<br>")[0]) for p in facts.get("parts") or []))
     parts = [p for p in parts if p]
     if not parts:
-        return named + ("。" if zh else ".")
-    if zh:
-        return f"{named}。组成部分：{'、'.join(parts)}" + (f"，另有 {more} 个" if more else "") + "。"
-    return f"{named}. Parts: {', '.join(parts)}" + (f", and {more} more" if more else "") + "."
+        return say("{named}.", lang, named=named)
+    return say("{named}. Parts: {parts}.", lang, named=named, parts=listed(parts, more, True))
 
 
 def alt_meta(facts: dict[str, Any]) -> dict[str, Any]:

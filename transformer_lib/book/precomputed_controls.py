@@ -18,6 +18,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from .labels import translate
+
 __all__ = ["precomputed", "precomputed_html"]
 
 MAX_VIEWS = 48  # every view's traces ship in the page: keep the page light
@@ -63,12 +65,25 @@ def precomputed_html(
         return html.escape(json.dumps(values, separators=(",", ":"), ensure_ascii=False), quote=True)
 
     uid = "tl-choice-" + hashlib.sha1("".join(views).encode()).hexdigest()[:10]  # stable across builds
+
+    def word(text: str) -> str:  # a menu's word, and its Chinese from the figures' catalog for the Chinese page
+        zh = translate(text, "zh")
+        return (
+            html.escape(text)
+            if zh == text
+            else f'<span data-zh="{html.escape(zh, quote=True)}">{html.escape(text)}</span>'
+        )
+
+    def option(value: Any, selected: bool) -> str:  # the value stays what the views are keyed by; its text is shown
+        text, zh = str(value), translate(str(value), "zh")
+        shown = f' data-zh="{html.escape(zh, quote=True)}"' if zh != text else ""
+        chosen = " selected" if selected else ""
+        return f'<option value="{html.escape(text, quote=True)}"{shown}{chosen}>{html.escape(text)}</option>'
+
     menus = []
     for name, values in choices.items():
-        options = "".join(
-            f"<option{' selected' if v == combos[start][name] else ''}>{html.escape(str(v))}</option>" for v in values
-        )
-        menus.append(f"<label style='margin-right:1em'>{html.escape(name)} <select>{options}</select></label>")
+        options = "".join(option(v, v == combos[start][name]) for v in values)
+        menus.append(f"<label style='margin-right:1em'>{word(name)} <select>{options}</select></label>")
     panes = "".join(
         f'<div data-view="{key(c)}"{"" if i == start else " hidden"}>{v}</div>'
         for i, (c, v) in enumerate(zip(combos, views, strict=True))
@@ -82,6 +97,10 @@ def precomputed_html(
         " d.hidden = d.getAttribute('data-view') !== key; });\n"
         "  }\n"
         "  menus.forEach(function (m) { m.addEventListener('change', show); });\n"
+        # the menus' words in the page's language (the Chinese site's <html lang="zh-CN">): the same output serves both
+        "  if (document.documentElement.lang === 'zh-CN') {\n"
+        "    root.querySelectorAll('[data-zh]').forEach(function (e) { e.textContent = e.getAttribute('data-zh'); });\n"
+        "  }\n"
         "})();</script>"
     )
     return HTML(f"<div id='{uid}' class='tl-precomputed'><div>{''.join(menus)}</div>{panes}</div>{script}")

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from transformer_lib.book.labels import alt_sentence, translate_figure
+from transformer_lib.book.labels import CATALOGS, alt_sentence, say, translate_figure
 from transformer_lib.book.toolbar import PLOTLY_CONFIG
 
 from .i18n import site_language
@@ -50,6 +50,8 @@ class PlotlyMystNbRenderer:
         figure = single_precision(figure)
         env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)  # the Chinese site: labels in Chinese
         lang = "zh" if env is not None and site_language(env.config) == "zh_CN" else "en"
+        if env is not None and lang != "en":  # a changed figures.po re-reads the pages whose figures it translates
+            env.note_dependency(str(CATALOGS[lang]))
         figure = translate_figure(figure, lang)
         label = html.escape(alt_text(figure, lang), quote=True)
         figure = without_alt(figure)
@@ -60,13 +62,13 @@ class PlotlyMystNbRenderer:
         # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
         # an image role would hide from assistive technology (axe: nested-interactive)
         role = "figure"
+        unloaded = say("plotly.js did not load; this figure cannot be drawn.", lang)
         code = (
             f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
             f'<script type="text/javascript">\n'
             f"(function () {{\n  var fig = {payload};\n{template}  function draw() {{\n"
             f'    var el = document.getElementById("{div_id}");\n'
-            f'    if (!window.Plotly) {{ el.textContent = "plotly.js did not load; this figure cannot be drawn."; '
-            f"return; }}\n"
+            f"    if (!window.Plotly) {{ el.textContent = {json.dumps(unloaded, ensure_ascii=False)}; return; }}\n"
             f"    var config = Object.assign({{responsive: true}}, fig.config || {{}}, {json.dumps(PLOTLY_CONFIG)});\n"
             # a touch screen has no hover: plotly would show its toolbar all the time, over the figure's title
             f'    if (window.matchMedia && window.matchMedia("(hover: none)").matches) {{\n'
@@ -142,7 +144,6 @@ def alt_text(figure: dict[str, Any], lang: str = "en") -> str:
     says of itself: its title, its axes and, for a control, how many views it holds (labels as the figure has them:
     :func:`.labels.translate_figure` has already put them in ``lang``).
     """
-    zh = lang == "zh"
     layout = figure.get("layout") or {}
     meta = layout.get("meta")
     if isinstance(meta, dict) and isinstance(meta.get("alt_facts"), dict):
@@ -154,22 +155,23 @@ def alt_text(figure: dict[str, Any], lang: str = "en") -> str:
         value = value.get("text") if isinstance(value, dict) else value
         return " ".join(re.sub(r"<[^>]+>", " ", value).split()) if isinstance(value, str) else ""
 
+    # its words are entries of the figures' catalog, like alt_sentence's (labels.say)
     kinds = sorted({str(t.get("type") or "scatter") for t in figure.get("data") or []})
-    parts = [text(layout.get("title")) or ("图" if zh else "Figure")]
-    described = {"heatmap": ("heat map", "热图"), "scatter": ("plot", "曲线图"), "bar": ("bar chart", "柱状图")}
+    parts = [text(layout.get("title")) or say("Figure", lang)]
+    described = {"heatmap": "heat map", "scatter": "plot", "bar": "bar chart"}
     if kinds:
-        parts.append(("与" if zh else " and ").join(described[k][zh] if k in described else k for k in kinds))
+        parts.append(say(" and ", lang).join(say(described[k], lang) if k in described else k for k in kinds))
     axes = [
-        f"{key[0]}{'：' if zh else ': '}{text(axis.get('title'))}"
+        say("{axis}: {title}", lang, axis=key[0], title=text(axis.get("title")))
         for key, axis in sorted(layout.items())
         if re.fullmatch(r"[xy]axis\d*", key) and isinstance(axis, dict) and text(axis.get("title"))
     ]
     if axes:
-        parts.append(("，" if zh else ", ").join(dict.fromkeys(axes)))
+        parts.append(say(", ", lang).join(dict.fromkeys(axes)))
     views = sum(len(c.get("steps") or c.get("buttons") or []) for c in layout.get("sliders") or [])
     if views:
-        parts.append(f"{views} 个视图，用滑块选择" if zh else f"{views} views, chosen with a slider")
-    return ("；" if zh else "; ").join(parts)
+        parts.append(say("{views} views, chosen with a slider", lang, views=views))
+    return say("; ", lang).join(parts)
 
 
 def without_alt(figure: dict[str, Any]) -> dict[str, Any]:

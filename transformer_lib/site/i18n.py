@@ -215,6 +215,7 @@ def setup(app: Any) -> dict[str, Any]:
             context["body"] = untranslated_notice(pagename, app.env.found_docs, language) + context["body"]
         if language != "en":  # the book's title (<title>, the logo's text) and footer, from the theme's catalog
             _site_words(context)
+            context["metatags"] += script_words()  # what the site's scripts write, from the same catalog
         if language != "en" and "theme_search_bar_text" in context:  # the header's search field, on every page
             words = PAGE_TEXT.get(language, {})
             context["theme_search_bar_text"] = words.get(
@@ -260,6 +261,29 @@ def _site_words(context: dict) -> None:
     footer = context.get("theme_extra_footer")
     if isinstance(footer, str) and footer:
         context["theme_extra_footer"] = words(footer)
+
+
+# The words that the site's scripts (book/_static/reader.js) write into a page: English msgids of the theme's catalog
+# (booktheme.po); a Chinese page carries their translation as ``window.tlWords``, which the script looks them up in
+SCRIPT_WORDS = (
+    "Show code",
+    "Hide code",
+    "Show the code cells",
+    "Hide the code cells (outputs stay)",
+    "Color mode: {mode}",
+)
+
+
+def script_words() -> str:
+    """A ``<script>`` that gives the page's scripts their words in the page's language (:data:`SCRIPT_WORDS`, from the
+    theme's catalog as Sphinx has loaded it for this build; a word it lacks stays English)."""
+    import json
+
+    from sphinx.locale import get_translation
+
+    words = get_translation(THEME_CATALOG)
+    table = {word: str(words(word)) for word in SCRIPT_WORDS if str(words(word)) != word}
+    return f"<script>window.tlWords = {json.dumps(table, ensure_ascii=False)};</script>\n"
 
 
 def _theme_catalog(app: Any) -> None:

@@ -6,11 +6,11 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOMS = {"book", "classroom"}  # the packages the core must not import
+ROOMS = {"book", "classroom", "site"}  # the packages the core must not import
 
 
 def _core_modules() -> set[str]:
-    """Every module and package directly under transformer_lib that is not the book or the classroom."""
+    """Every module and package directly under transformer_lib that is not the book, the classroom or the site."""
     package = ROOT / "transformer_lib"
     modules = {p.stem for p in package.glob("*.py") if p.name != "__init__.py"}
     packages = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
@@ -25,7 +25,7 @@ def _contract(name: str) -> dict:
 
 
 def test_the_core_contract_names_every_core_module() -> None:
-    contract = _contract("The core imports neither the book nor the classroom")
+    contract = _contract("The core imports neither the book, the classroom nor the site")
     assert set(contract["forbidden_modules"]) == {f"transformer_lib.{room}" for room in ROOMS}
     listed = set(contract["source_modules"])
     assert listed == _core_modules(), (
@@ -33,7 +33,9 @@ def test_the_core_contract_names_every_core_module() -> None:
     )
 
 
-def test_the_book_contract_forbids_the_classroom() -> None:
-    contract = _contract("The book does not import the classroom")
+def test_the_book_contract_forbids_the_classroom_and_the_site() -> None:
+    contract = _contract(
+        "The book imports neither the classroom nor the site (the site draws the book's figures, not the reverse)"
+    )
     assert contract["source_modules"] == ["transformer_lib.book"]
-    assert contract["forbidden_modules"] == ["transformer_lib.classroom"]
+    assert contract["forbidden_modules"] == ["transformer_lib.classroom", "transformer_lib.site"]

@@ -371,6 +371,47 @@ def test_the_figure_1_rule_catches_a_planted_fault() -> None:
     assert figure_1_problems(late)[0].startswith("no Figure 1")  # after the first section: not the opening
 
 
+TOOL_BOX = re.compile(r"^:::\{admonition\} Used here as a tool; explained in chapters? (.+)\n((?:.*\n)*?):::", re.MULTILINE)
+
+
+def tool_box_problems(nb: nbformat.NotebookNode, page: str) -> list[str]:
+    """What is wrong with a page's "Used here as a tool; explained in chapter N" boxes (Teach in order, STYLE.md):
+    a chapter it names that is not after the page (``06b_...`` is chapter (6, "b")), or a box without a link."""
+    def order(chapter: str) -> tuple[int, str]:
+        number = re.match(r"(\d+)([a-z]?)", chapter)
+        return int(number[1]), number[2]
+
+    problems = []
+    for cell in (c for c in nb.cells if c.cell_type == "markdown"):
+        for named, body in TOOL_BOX.findall(cell.source):
+            if early := [n for n in re.findall(r"\d+[a-z]?", named) if order(n) <= order(page)]:
+                problems.append(f"box '{named}' names chapter {', '.join(early)}, not after page {page}")
+            if "{ref}`" not in body and ".ipynb)" not in body:
+                problems.append(f"box '{named}' links no chapter: add {{ref}}`chapter N <label>` or a link")
+    return problems
+
+
+@pytest.mark.parametrize("path", NUMBERED, ids=_ids(NUMBERED))
+def test_tool_boxes_point_forward_with_a_link(path: Path) -> None:
+    problems = tool_box_problems(_read(path), path.name)
+    assert not problems, problems
+
+
+def test_the_tool_box_rule_catches_a_planted_fault() -> None:
+    def page(title: str, body: str) -> nbformat.NotebookNode:
+        box = f":::{{admonition}} Used here as a tool; explained in {title}\n:class: seealso\n{body}\n:::"
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"## 5.4 A section\n\n{box}")])
+
+    linked = "The loss is {ref}`chapter 7b's <ch7-loss>`."
+    assert tool_box_problems(page("chapters 6b, 7b and 8", linked), "05_masks") == []
+    assert tool_box_problems(page("chapters 3 to 8", "See [chapter 8](08_training.ipynb)."), "02_tokens") == []
+    assert tool_box_problems(page("chapters 5 and 7", linked), "05_masks") == [
+        "box 'chapters 5 and 7' names chapter 5, not after page 05_masks"
+    ]
+    assert tool_box_problems(page("chapter 6", linked), "06b_encoder_block")[0].startswith("box 'chapter 6' names")
+    assert tool_box_problems(page("chapter 8", "No link here."), "05_masks")[0].endswith("or a link")
+
+
 ENDING = NUMBERED + [p for p in CHAPTERS if p.name.startswith("appendix_")]
 HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 EXERCISE = re.compile(r"^\*\*(\d+)\.\*\* ", re.MULTILINE)

@@ -371,7 +371,7 @@ def test_the_figure_1_rule_catches_a_planted_fault() -> None:
     assert figure_1_problems(late)[0].startswith("no Figure 1")  # after the first section: not the opening
 
 
-TOOL_BOX = re.compile(r"^:::\{admonition\} Used here as a tool; explained in chapters? (.+)\n((?:.*\n)*?):::", re.MULTILINE)
+TOOL_BOX = re.compile(r"^:::\{admonition\} Used here as a tool; explained in (chapters? .+)\n((?:.*\n)*?):::", re.MULTILINE)
 
 
 def tool_box_problems(nb: nbformat.NotebookNode, page: str) -> list[str]:

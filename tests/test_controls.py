@@ -68,4 +68,5 @@ def test_html_twin_has_one_menu_per_argument_and_one_view_per_combination():
     from transformer_lib.book.controls import label_html
 
     views = precomputed_html(lambda n: f"<p>{label_html(f'{n} tokens, vocabulary 80, 0 unknown')}</p>", {"n": [5]})
-    assert '<p><span data-zh="5 个词元，词表 80，未知词元 0 个">5 tokens, vocabulary 80, 0 unknown</span></p>' in views.data
+    shown = '<span data-zh="5 个词元，词表 80，未知词元 0 个">5 tokens, vocabulary 80, 0 unknown</span>'
+    assert f"<p>{shown}</p>" in views.data

@@ -105,8 +105,8 @@ def test_the_chinese_pages_title_footer_and_sidebar_buttons(tmp_path: Path) -> N
 # --------------------------------------------------------------------------------------------------------------
 _ATTRIBUTE = re.compile(r'\b(aria-label|title|alt|placeholder|data-bs-title)="([^"]*)"')
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-# an attribute that may stay in Latin letters: the language switch names English in English; a code name (a link's
-# title "transformer_lib.layers.Residual"); a bibliography entry's title (authors and title, as published)
+# an attribute that may stay in Latin letters: the language switch names English in English; besides it, a code name
+# (a link's title "transformer_lib.layers.Residual") and a bibliography entry (authors and title, as published)
 _KEPT_ATTRIBUTES = {"English"}
 
 
@@ -117,12 +117,13 @@ def english_on_chinese_page(page: str) -> list[str]:
 
     >>> english_on_chinese_page('<summary>Hint</summary><nav aria-label="Main"><a title="English">')
     ['Hint', 'aria-label="Main"']
-    >>> english_on_chinese_page('<summary>提示</summary><script>var w = {"Hint": "提示"};</script><img alt="Binder 标志">')
+    >>> english_on_chinese_page('<summary>提示</summary><script>w = {"Hint": "提示"};</script><img alt="Binder 标志">')
     []
     """
     from transformer_lib.site.i18n import SITE_WORDS
 
-    shown = re.sub(r"<script\b.*?</script>|<style\b.*?</style>", " ", page, flags=re.S)
+    # scripts and styles are not shown; a <link rel="next"> names the next page by its title, which is prose
+    shown = re.sub(r"<script\b.*?</script>|<style\b.*?</style>|<link\b[^>]*>", " ", page, flags=re.S)
     found = []
     for word in SITE_WORDS:
         pattern = re.sub(r"\\\{\w+\\\}", ".+?", re.escape(word))
@@ -150,19 +151,20 @@ def _notebook() -> dict:
     def html(text: str) -> list:
         return [{"output_type": "display_data", "metadata": {}, "data": {"text/html": text, "text/plain": "x"}}]
 
+    show_check, hide_check = i18n.TOGGLE_WORDS[:2]
     hint = '<details class="hint">\n<summary>Hint</summary>\n\nLook.\n\n</details>\n\n'
     solution = '<details class="solution">\n<summary>Solution</summary>\n\nThis.\n\n</details>\n'
     return {
         "cells": [
             {"cell_type": "markdown", "metadata": {}, "source": "# Notebook\n\nText.\n\n" + hint + solution},
-            code("assert 1", ["hide-cell"], [], code_prompt_show=i18n.TOGGLE_WORDS[0], code_prompt_hide="Hide the check"),
+            code("assert 1", ["hide-cell"], [], code_prompt_show=show_check, code_prompt_hide=hide_check),
             code("print(1)", ["hide-input"], [{"output_type": "stream", "name": "stdout", "text": "1\n"}]),
             code("show_source(f)", [], html(show_source(_shown_function, collapse_after=1)._repr_html_())),
-            code("show_source(f)", [], html(show_source(english_on_chinese_page, collapse_after=99)._repr_html_())),
+            code("show_source(f)", [], html(show_source(_shown_function, collapse_after=99)._repr_html_())),
         ],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
         "nbformat": 4,
-        "nbformat_minor": 5,
+        "nbformat_minor": 4,
     }
 
 
@@ -174,7 +176,7 @@ def _build_notebook_site(tmp_path: Path, locale_dir: Path) -> str:
     from sphinx.application import Sphinx
 
     src = tmp_path / "src"
-    src.mkdir(exist_ok=True)
+    src.mkdir(parents=True)
     (src / "conf.py").write_text(
         "extensions = ['myst_nb', 'transformer_lib.site.i18n', 'transformer_lib.site.pages']\n"
         "html_theme = 'sphinx_book_theme'\nnb_execution_mode = 'off'\n"
@@ -210,8 +212,9 @@ def test_a_chinese_page_shows_the_sites_own_words_in_chinese(tmp_path: Path, sph
     tooltip; with a word taken out of the catalog (planted), the page shows it in English and the check says so."""
     page = _build_notebook_site(tmp_path / "zh", ROOT / "locale")
     assert english_on_chinese_page(page) == []
-    for chinese in ("显示正文背后的检查", "隐藏检查", "显示代码", "<summary>提示</summary>", "<summary>解答</summary>",
-                    "的源码，共", "（点击展开）", 'placeholder="搜索本书……"', 'aria-label="主导航"', "展开Part的小节"):  # fmt: skip
+    toggles = ("显示正文背后的检查", "隐藏检查", "显示代码", "<summary>提示</summary>", "<summary>解答</summary>")
+    names = ('placeholder="搜索本书……"', 'aria-label="主导航"', 'aria-label="展开Part的小节"')
+    for chinese in (*toggles, "的源码，共", "（点击展开）", *names):
         assert chinese in page, chinese
     # planted: site.po without "Hint" and without the sidebar toggle's name
     planted = tmp_path / "planted" / "locale" / "zh_CN" / "LC_MESSAGES"
@@ -225,11 +228,15 @@ def test_a_chinese_page_shows_the_sites_own_words_in_chinese(tmp_path: Path, sph
     assert english_on_chinese_page(page) == ["Hint", 'aria-label="Sections of Part"']
 
 
-BUILT_ZH = ROOT / "_build" / "html" / "zh" / "book"
+BUILT_ZH = ROOT / "_build" / "html" / "zh"
+# the book's pages and the library's source pages (viewcode's _modules/, which link from the API page)
+BUILT_PAGES = sorted(
+    p.relative_to(BUILT_ZH).as_posix() for p in [*BUILT_ZH.glob("book/*.html"), *BUILT_ZH.glob("_modules/**/*.html")]
+)
 
 
-@pytest.mark.parametrize("page", sorted(p.name for p in BUILT_ZH.glob("*.html")) or ["<no Chinese site>"])
-def test_a_built_chinese_chapter_shows_no_english_site_words(page: str) -> None:
+@pytest.mark.parametrize("page", BUILT_PAGES or ["<no Chinese site>"])
+def test_a_built_chinese_page_shows_no_english_site_words(page: str) -> None:
     """The same check on every page of the built Chinese site (scripts/build_book.sh), where there is one."""
     if not (BUILT_ZH / page).is_file():
         pytest.skip("no Chinese site in _build/html/zh: scripts/build_book.sh builds it")

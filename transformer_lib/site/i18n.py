@@ -219,7 +219,7 @@ def _site_words_transform() -> type:
             if site_language(self.config) == "en":
                 return
             words = site_words()
-            for node in self.document.findall(nodes.Element):
+            for node in list(self.document.findall(nodes.Element)):
                 if "prompt_show" in node.attributes and "prompt_hide" in node.attributes:  # myst-nb's HideCodeCellNode
                     node["prompt_show"], node["prompt_hide"] = words(node["prompt_show"]), words(node["prompt_hide"])
                 elif isinstance(node, nodes.raw) and "html" in node.get("format", "").split():

@@ -65,6 +65,8 @@ def accessible_page(html_text: str, sections_of: str = SECTIONS_OF) -> str:
 
     >>> accessible_page('<a class="reference internal" href="a">6. Heads</a><details><summary><i>').split('</a>')[1]
     '<details><summary aria-label="Sections of 6. Heads"><i>'
+    >>> accessible_page('<a class="reference internal" href="a">6. 多头</a><details><summary>', "展开{chapter}的小节")
+    '<a class="reference internal" href="a">6. 多头</a><details><summary aria-label="展开6. 多头的小节">'
     >>> accessible_page('<pre>x</pre><pre tabindex="0">y</pre>')
     '<pre tabindex="0">x</pre><pre tabindex="0">y</pre>'
     >>> accessible_page('<summary aria-label="Toggle hidden content">')

@@ -75,9 +75,9 @@ def untranslated_notice(pagename: str, docnames: Container[str], language: str, 
     page of the book (one of ``docnames``, Sphinx's ``env.found_docs``; not the search or index pages) that
     :data:`TRANSLATED` does not list.
 
-    >>> print(untranslated_notice("book/99_new", {"book/99_new"}, "zh_CN", "本页尚未译成中文。").replace("<p>", "\\n<p>"))
+    >>> print(untranslated_notice("book/99_new", {"book/99_new"}, "zh_CN", "尚未译成中文。").replace("<p>", "\\n<p>"))
     <div class="admonition note tl-untranslated" role="note" lang="zh-CN">
-    <p>本页尚未译成中文。</p></div>
+    <p>尚未译成中文。</p></div>
     >>> [untranslated_notice(p, {p}, lang, NOTICE) for p, lang in [("book/intro", "zh_CN"), ("book/99_new", "en")]]
     ['', '']
     """

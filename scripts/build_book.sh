@@ -29,6 +29,9 @@ start=$(date +%s)
 # The English site and the Chinese one (the same executed pages, the catalogs in locale/: scripts/i18n.py), both -W,
 # at the same time: each Sphinx uses one core, and they share nothing but the cache they read. Each log is printed
 # when both are done.
+# viewcode rewrites a module's source page only when the module is newer than the page: start them afresh, so that
+# they follow the templates and catalogs as the other pages do (scripts/i18n.py build does the same for zh/)
+rm -rf _build/html/_modules
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 .venv/bin/jupyter-book build . --builder html -W --keep-going "${extra[@]}" >"$logs/en.log" 2>&1 &

@@ -78,7 +78,12 @@ def update() -> int:
 
 def build() -> int:
     """The Chinese site into _build/html/zh."""
+    import shutil
+
     start = time.perf_counter()
+    # viewcode rewrites a module's page only when the module is newer than it, and share-static touches every page:
+    # without this, the source pages would keep the words, templates and catalogs of the first build for ever
+    shutil.rmtree(BUILD / "html" / "zh" / "_modules", ignore_errors=True)
     code = _sphinx("html", BUILD / "html" / "zh", BUILD / ".doctrees-zh", {"language": LANGUAGE})
     if code == 0:
         print(f"i18n: built _build/html/zh in {time.perf_counter() - start:.0f} s")

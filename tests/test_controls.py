@@ -63,3 +63,10 @@ def test_html_twin_has_one_menu_per_argument_and_one_view_per_combination():
     masks = precomputed_html(lambda kind: kind, {"kind": ["padding", "causal and padding"]}).data
     assert '<span data-zh="类型">kind</span>' in masks and '<option value="padding" data-zh="填充" selected>' in masks
     assert 'data-zh="因果和填充"' in masks and "document.documentElement.lang === 'zh-CN'" in masks
+    # a line that a view writes (chapter 2's "N tokens, vocabulary V, U unknown"), through label_html: its Chinese
+    # from a rule of label_patterns, swapped in by the same script (the views are inside the control)
+    from transformer_lib.book.controls import label_html
+
+    views = precomputed_html(lambda n: f"<p>{label_html(f'{n} tokens, vocabulary 80, 0 unknown')}</p>", {"n": [5]})
+    shown = '<span data-zh="5 个词元，词表 80，未知词元 0 个">5 tokens, vocabulary 80, 0 unknown</span>'
+    assert f"<p>{shown}</p>" in views.data

@@ -121,6 +121,7 @@ def _page_context_hook(language: str):
     app = types.SimpleNamespace(
         connect=lambda event, handler: handlers.setdefault(event, handler),
         add_transform=lambda transform: None,
+        add_post_transform=lambda transform: None,
         config=types.SimpleNamespace(language=language),
         builder=types.SimpleNamespace(format="html", get_target_uri=lambda page: page + ".html"),
         env=types.SimpleNamespace(found_docs={"book/intro", "book/99_new"}),
@@ -135,17 +136,20 @@ def _page_context_hook(language: str):
 def test_a_page_pending_translation_opens_with_a_notice_on_the_chinese_site():
     """The notice is in the HTML the build writes (the body Sphinx puts in the page), before the page's title: on
     the Chinese site, on a page the book has and TRANSLATED lacks; never on a translated page, on the search page
-    or on the English site."""
+    or on the English site. Its words are site.po's."""
+    from test_zh_theme import project_catalogs
+
     body = '<section id="new"><h1>99. New</h1><p>Text.</p></section>'
     chinese = _page_context_hook("zh_CN")
-    shown = chinese("book/99_new", body)
+    with project_catalogs():
+        shown = chinese("book/99_new", body)
+        assert chinese("book/intro", body) == body  # translated
+        assert chinese("search", body) == body  # not a page of the book
     notice = (
         '<div class="admonition note tl-untranslated" role="note" lang="zh-CN">'
         + "<p>本页尚未译成中文，先显示英文原文。"
     )
     assert shown.startswith(notice) and shown.endswith(body), shown
-    assert chinese("book/intro", body) == body  # translated
-    assert chinese("search", body) == body  # not a page of the book
     assert _page_context_hook("en")("book/99_new", body) == body
 
 

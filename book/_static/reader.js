@@ -20,7 +20,7 @@
   }
 
   // The words this script writes, in the page's language: window.tlWords, which the Chinese site's build writes from the
-  // theme's catalog (transformer_lib.site.i18n.script_words); English where it has none
+  // site's catalog, site.po (transformer_lib.site.i18n.script_words); English where it has none
   function say(text) { return (window.tlWords && window.tlWords[text]) || text; }
 
   // Reading mode: code cells folded away. The choice is kept for the whole site (localStorage "tl-hide-code").

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from .precomputed_controls import MAX_VIEWS, precomputed, precomputed_html
+from .precomputed_controls import MAX_VIEWS, label_html, precomputed, precomputed_html
 
-__all__ = ["precomputed", "precomputed_html", "MAX_VIEWS"]
+__all__ = ["precomputed", "precomputed_html", "label_html", "MAX_VIEWS"]

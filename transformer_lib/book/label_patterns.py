@@ -33,6 +33,7 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
             re.compile(r"^(\d+) merges: vocabulary (\d+), (\d+) tokens for (\d+) characters$"),
             r"\1 次合并：词表 \2，\4 个字符切成 \3 个词元",
         ),
+        (re.compile(r"^(\d+) tokens, vocabulary (\d+), (\d+) unknown$"), r"\1 个词元，词表 \2，未知词元 \3 个"),
         (re.compile(r"^(\d+) positions$"), r"\1 个位置"),
         (re.compile(r"^position (\w+)$"), r"位置 \1"),
         (re.compile(r"^distance (\w+)$"), r"距离 \1"),

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from .labels import translate
 
-__all__ = ["precomputed", "precomputed_html"]
+__all__ = ["precomputed", "precomputed_html", "label_html"]
 
 MAX_VIEWS = 48  # every view's traces ship in the page: keep the page light
 
@@ -41,12 +41,29 @@ def _combinations(choices: Mapping[str, Sequence[Any]], initial: Mapping[str, An
     return combos, start
 
 
+def label_html(text: str) -> str:
+    """``text`` as HTML for a view of :func:`precomputed_html`, with its Chinese from the figures' catalog (or a rule
+    of :mod:`.label_patterns`) for the Chinese page, which shows it in place of the English: a line that a chapter's
+    own render function writes into its views ("12 tokens, vocabulary 80, 0 unknown") is a label, like a menu's word.
+
+    >>> label_html("12 tokens, vocabulary 80, 0 unknown")
+    '<span data-zh="12 个词元，词表 80，未知词元 0 个">12 tokens, vocabulary 80, 0 unknown</span>'
+    >>> label_html("the cat")  # no translation: the English alone
+    'the cat'
+    """
+    zh = translate(text, "zh")
+    if zh == text:
+        return html.escape(text)
+    return f'<span data-zh="{html.escape(zh, quote=True)}">{html.escape(text)}</span>'
+
+
 def precomputed_html(
     render: Callable[..., str], choices: Mapping[str, Sequence[Any]], *, initial: Mapping[str, Any] | None = None
 ):
     """An HTML twin of a live control: ``render(**values)`` (an HTML string) for every combination of
     ``choices``, with one menu per argument that shows the matching view in the page (a few lines of inline
-    JavaScript, no kernel, no library). Returns an ``IPython.display.HTML`` object.
+    JavaScript, no kernel, no library). Returns an ``IPython.display.HTML`` object. The menus' words, and the words a
+    view wraps in :func:`label_html`, show in Chinese on the Chinese page.
     """
     from IPython.display import HTML
 
@@ -66,14 +83,6 @@ def precomputed_html(
 
     uid = "tl-choice-" + hashlib.sha1("".join(views).encode()).hexdigest()[:10]  # stable across builds
 
-    def word(text: str) -> str:  # a menu's word, and its Chinese from the figures' catalog for the Chinese page
-        zh = translate(text, "zh")
-        return (
-            html.escape(text)
-            if zh == text
-            else f'<span data-zh="{html.escape(zh, quote=True)}">{html.escape(text)}</span>'
-        )
-
     def option(value: Any, selected: bool) -> str:  # the value stays what the views are keyed by; its text is shown
         text, zh = str(value), translate(str(value), "zh")
         shown = f' data-zh="{html.escape(zh, quote=True)}"' if zh != text else ""
@@ -83,7 +92,7 @@ def precomputed_html(
     menus = []
     for name, values in choices.items():
         options = "".join(option(v, v == combos[start][name]) for v in values)
-        menus.append(f"<label style='margin-right:1em'>{word(name)} <select>{options}</select></label>")
+        menus.append(f"<label style='margin-right:1em'>{label_html(name)} <select>{options}</select></label>")
     panes = "".join(
         f'<div data-view="{key(c)}"{"" if i == start else " hidden"}>{v}</div>'
         for i, (c, v) in enumerate(zip(combos, views, strict=True))

@@ -10,6 +10,12 @@ As a Sphinx extension (listed in ``_config.yml``), :func:`setup` gives every pag
 the "中文 / English" button (``book/_static/language.js``, styled by ``book/_static/i18n.css``, which also gives the
 Chinese site a CJK font stack), and puts the notice of a page pending translation at its top. Which pages are
 translated (:data:`TRANSLATED`), and the rule for the others, is :mod:`transformer_lib.site.translated`'s.
+
+Every word a Chinese page shows comes from a gettext catalog: the prose from its page's, the figures' labels from
+``figures.po`` (:mod:`transformer_lib.book.labels`), the theme's words from ``booktheme.po`` and ``sphinx.po``, and
+the site's own words (folded cells' toggles, hints, source panels, the search field, the notice, the sidebar
+toggles' names, what ``reader.js`` writes: :data:`SITE_WORDS`) from ``site.po``, given to the doctree before a page
+is written (:func:`_site_words_transform`) or to the page's context. No page's HTML is rewritten with a dictionary.
 """
 
 from __future__ import annotations
@@ -17,20 +23,23 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .translated import TRANSLATED, untranslated_notice
+from .translated import NOTICE, TRANSLATED, untranslated_notice
 
 __all__ = [
     "LANGUAGES",
     "TRANSLATED",
     "SUBDIR",
-    "PAGE_TEXT",
+    "SITE_CATALOG",
+    "SITE_WORDS",
     "site_language",
+    "site_words",
     "kept_parts",
     "message_problems",
-    "translate_page_text",
+    "translate_raw_html",
     "setup",
 ]
 
@@ -127,57 +136,99 @@ def message_problems(msgid: str, msgstr: str, *, markdown: bool = True) -> list[
     return problems
 
 
-# The site's own words that are not in any catalog: the toggles of hidden cells (their text is a notebook's cell
-# metadata, code_prompt_show / code_prompt_hide, or myst-nb's default), the <summary> of hints and solutions (raw
-# HTML in the notebooks) and the source panels of transformer_lib.book.source. Only inside these HTML fragments,
-# so that the same words in prose or code are never touched.
-_TOGGLE = re.compile(r'(<p class="(?:collapsed|expanded) admonition-title">)([^<]+)(</p>)')
+# The site's own words, outside the prose (the pages' catalogs), the figures (figures.po) and the theme (booktheme.po,
+# sphinx.po): English msgids of the project's site.po, each given to the place that shows it in a Chinese build.
+SITE_CATALOG = "site"
+TOGGLE_WORDS = (  # folded cells' toggles: a notebook cell's code_prompt_show/hide, or myst-nb's default with {type}
+    "Show the check behind the text",
+    "Hide the check",
+    "Show the solution",
+    "Hide the solution",
+    *(f"{verb} code cell {kind}" for kind in ("source", "output", "outputs", "content") for verb in ("Show", "Hide")),
+)
+SUMMARY_WORDS = ("Hint", "Solution")  # the <summary> of an exercise's hint and solution (raw HTML in the notebooks)
+SOURCE_WORDS = ("Source of {name}, {n} lines", "Source of {name}, {n} lines (click to unfold)")  # source.py's panels
+SEARCH_BAR_TEXT = "Search this book..."  # the header's search field (jupyter-book's html.search_bar_text)
+SECTIONS_OF = "Sections of {chapter}"  # a sidebar toggle's name (transformer_lib.site.pages.accessible_page)
+# The words that the site's scripts (book/_static/reader.js) write into a page: a Chinese page carries their
+# translation as ``window.tlWords``, which the script looks them up in
+SCRIPT_WORDS = (
+    "Show code",
+    "Hide code",
+    "Show the code cells",
+    "Hide the code cells (outputs stay)",
+    "Color mode: {mode}",
+)
+# every msgid of site.po: what the pages show (here), the notice of an untranslated page, a sidebar toggle's name
+SITE_WORDS = (
+    *TOGGLE_WORDS,
+    *SUMMARY_WORDS,
+    *SOURCE_WORDS,
+    SEARCH_BAR_TEXT,
+    NOTICE,
+    SECTIONS_OF,
+    *SCRIPT_WORDS,
+)
+
+
+def site_words() -> Callable[[str], str]:
+    """The site's catalog (site.po) as Sphinx has loaded it for this build: a word it lacks, or any word on the
+    English site, comes back as it is."""
+    from sphinx.locale import get_translation
+
+    words = get_translation(SITE_CATALOG)
+    return lambda message: str(words(message))
+
+
 _SUMMARY = re.compile(r"<summary>(Hint|Solution)</summary>")
 _SOURCE = re.compile(r"<summary>Source of (<code>[^<]*</code>), (\d+) lines( \(click to unfold\))?</summary>")
-PAGE_TEXT: dict[str, dict[str, str]] = {
-    "zh_CN": {
-        "Show the check behind the text": "显示正文背后的检查",
-        "Hide the check": "隐藏检查",
-        "Show the solution": "显示解答",
-        "Hide the solution": "隐藏解答",
-        "Show code cell source": "显示代码",
-        "Hide code cell source": "隐藏代码",
-        "Show code cell output": "显示输出",
-        "Hide code cell output": "隐藏输出",
-        "Show code cell content": "显示代码单元",
-        "Hide code cell content": "隐藏代码单元",
-        "Hint": "提示",
-        "Solution": "解答",
-        "Source of {name}, {n} lines": "{name} 的源码，共 {n} 行",
-        " (click to unfold)": "（点击展开）",
-        "Search this book...": "搜索本书……",  # the search field (jupyter-book's search_bar_text, not the body)
-    }
-}
 
 
-def translate_page_text(body: str, language: str) -> str:
-    """A built page's HTML with the site's own words (:data:`PAGE_TEXT`) in ``language``; words it has no
-    translation for stay English.
+def translate_raw_html(text: str, words: Callable[[str], str]) -> str:
+    """The site's words in a raw HTML fragment of a page (a notebook's ``<summary>Hint</summary>``, the summary of a
+    :func:`~transformer_lib.book.source.show_source` panel), each from ``words`` (:func:`site_words`); only inside
+    these ``<summary>`` elements, so that the same words in prose or code are never touched.
 
-    >>> translate_page_text('<p class="collapsed admonition-title">Show the solution</p>', "zh_CN")
-    '<p class="collapsed admonition-title">显示解答</p>'
-    >>> translate_page_text("<summary>Source of <code>tl.f</code>, 40 lines (click to unfold)</summary>", "zh_CN")
+    >>> zh = {"Hint": "提示", "Source of {name}, {n} lines (click to unfold)": "{name} 的源码，共 {n} 行（点击展开）"}
+    >>> translate_raw_html("<details><summary>Hint</summary>", lambda m: zh.get(m, m))
+    '<details><summary>提示</summary>'
+    >>> translate_raw_html("<summary>Source of <code>tl.f</code>, 40 lines (click to unfold)</summary>", zh.get)
     '<summary><code>tl.f</code> 的源码，共 40 行（点击展开）</summary>'
     """
-    words = PAGE_TEXT.get(language)
-    if not words:
-        return body
-    body = _TOGGLE.sub(lambda m: m[1] + words.get(m[2], m[2]) + m[3], body)
-    body = _SUMMARY.sub(lambda m: f"<summary>{words.get(m[1], m[1])}</summary>", body)
-    return _SOURCE.sub(
-        lambda m: (
-            "<summary>"
-            + words["Source of {name}, {n} lines"].format(name=m[1], n=m[2])
-            + (words.get(m[3], m[3]) if m[3] else "")
-            + "</summary>"
-        ),
-        body,
-    )
+
+    def source(m: re.Match) -> str:
+        said = words(SOURCE_WORDS[1] if m[3] else SOURCE_WORDS[0]).format(name=m[1], n=m[2])
+        return f"<summary>{said}</summary>"
+
+    return _SOURCE.sub(source, _SUMMARY.sub(lambda m: f"<summary>{words(m[1])}</summary>", text))
+
+
+def _site_words_transform() -> type:
+    """A Sphinx post-transform that gives a page's folded cells, hints, solutions and source panels their words from
+    the site's catalog, in the doctree before the page is written: the toggles' words are a cell's metadata (or
+    myst-nb's default), written into ``HideCodeCellNode`` by myst-nb's ``HideInputCells`` (priority 199); the others
+    are raw HTML, which Sphinx never translates."""
+    from docutils import nodes
+    from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class TranslateSiteWords(SphinxPostTransform):
+        default_priority = 200  # after myst_nb's HideInputCells
+        formats = ("html",)
+
+        def run(self, **kwargs: Any) -> None:
+            if site_language(self.config) == "en":
+                return
+            words = site_words()
+            for node in list(self.document.findall(nodes.Element)):
+                if "prompt_show" in node.attributes and "prompt_hide" in node.attributes:  # myst-nb's HideCodeCellNode
+                    node["prompt_show"], node["prompt_hide"] = words(node["prompt_show"]), words(node["prompt_hide"])
+                elif isinstance(node, nodes.raw) and "html" in node.get("format", "").split():
+                    text = node.astext()
+                    translated = translate_raw_html(text, words)
+                    if translated != text:
+                        node.children = [nodes.Text(translated)]
+
+    return TranslateSiteWords
 
 
 def site_language(config: Any) -> str:
@@ -209,18 +260,16 @@ def setup(app: Any) -> dict[str, Any]:
             return
         context["metatags"] = context.get("metatags", "") + _alternates(app, pagename, context)
         language = site_language(app.config)
-        if language != "en" and "body" in context:
-            context["body"] = translate_page_text(context["body"], language)
-            # a page pending translation says so, in the site's language, above its English
-            context["body"] = untranslated_notice(pagename, app.env.found_docs, language) + context["body"]
-        if language != "en":  # the book's title (<title>, the logo's text) and footer, from the theme's catalog
-            _site_words(context)
-            context["metatags"] += script_words()  # what the site's scripts write, from the same catalog
-        if language != "en" and "theme_search_bar_text" in context:  # the header's search field, on every page
-            words = PAGE_TEXT.get(language, {})
-            context["theme_search_bar_text"] = words.get(
-                context["theme_search_bar_text"], context["theme_search_bar_text"]
-            )
+        if language == "en":
+            return
+        words = site_words()
+        if "body" in context:  # a page pending translation says so, in the site's language, above its English
+            notice = untranslated_notice(pagename, app.env.found_docs, language, words(NOTICE))
+            context["body"] = notice + context["body"]
+        _title_and_footer(context)  # the book's title (<title>, the logo's text) and footer, from the theme's catalog
+        context["metatags"] += script_words()  # what the site's scripts write, from the site's catalog
+        if "theme_search_bar_text" in context:  # the header's search field, on every page
+            context["theme_search_bar_text"] = words(context["theme_search_bar_text"])
 
     def add_files(app: Any) -> None:
         app.add_js_file("language.js")
@@ -232,9 +281,10 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("config-inited", use_chinese_citations)  # 作者 等（年份） on the Chinese site
     app.connect("config-inited", _templates)
     app.connect("builder-inited", add_files)
-    app.connect("builder-inited", _theme_catalog)
+    app.connect("builder-inited", _project_catalogs)
     app.connect("html-page-context", page_context)
     app.add_transform(_toctree_captions_transform())
+    app.add_post_transform(_site_words_transform())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
@@ -248,7 +298,7 @@ def _templates(app: Any, config: Any) -> None:
     config.templates_path = [str(TEMPLATES), *[p for p in config.templates_path if p != str(TEMPLATES)]]
 
 
-def _site_words(context: dict) -> None:
+def _title_and_footer(context: dict) -> None:
     """The book's title and footer (``_config.yml``'s ``title`` and ``extra_footer``) in the page's language, from
     the project's ``booktheme.po``: Sphinx translates neither."""
     from sphinx.locale import get_translation
@@ -263,38 +313,24 @@ def _site_words(context: dict) -> None:
         context["theme_extra_footer"] = words(footer)
 
 
-# The words that the site's scripts (book/_static/reader.js) write into a page: English msgids of the theme's catalog
-# (booktheme.po); a Chinese page carries their translation as ``window.tlWords``, which the script looks them up in
-SCRIPT_WORDS = (
-    "Show code",
-    "Hide code",
-    "Show the code cells",
-    "Hide the code cells (outputs stay)",
-    "Color mode: {mode}",
-)
-
-
 def script_words() -> str:
     """A ``<script>`` that gives the page's scripts their words in the page's language (:data:`SCRIPT_WORDS`, from the
-    theme's catalog as Sphinx has loaded it for this build; a word it lacks stays English)."""
+    site's catalog as Sphinx has loaded it for this build; a word it lacks stays English)."""
     import json
 
-    from sphinx.locale import get_translation
-
-    words = get_translation(THEME_CATALOG)
-    table = {word: str(words(word)) for word in SCRIPT_WORDS if str(words(word)) != word}
+    words = site_words()
+    table = {word: words(word) for word in SCRIPT_WORDS if words(word) != word}
     return f"<script>window.tlWords = {json.dumps(table, ensure_ascii=False)};</script>\n"
 
 
-def _theme_catalog(app: Any) -> None:
-    """Put the project's ``locale/<language>/LC_MESSAGES/booktheme.po`` before sphinx-book-theme's own catalog.
+def _project_catalogs(app: Any) -> None:
+    """Load the project's catalogs of the theme's words and the site's: ``locale/<language>/LC_MESSAGES/booktheme.po``
+    before sphinx-book-theme's own catalog, and ``site.po`` (:data:`SITE_WORDS`).
 
     The theme registers its catalog when it is set up, and Sphinx gives the first catalog registered for a name
-    precedence: the theme's zh_CN says 列印成 PDF (Taiwan's usage) and lacks "Launch on". The project's catalog is
-    compiled to ``booktheme.mo`` beside it (ignored by git, as Sphinx's own ``sphinx.mo``; the "sphinx" catalog,
-    for Sphinx's and pydata-sphinx-theme's words, needs nothing: Sphinx reads ``locale_dirs`` first)."""
-    from pathlib import Path
-
+    precedence: the theme's zh_CN says 列印成 PDF (Taiwan's usage) and lacks "Launch on". Each catalog is compiled to
+    a ``.mo`` beside it (ignored by git, as Sphinx's own ``sphinx.mo``; the "sphinx" catalog, for Sphinx's and
+    pydata-sphinx-theme's words, needs nothing: Sphinx reads ``locale_dirs`` first)."""
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
     from sphinx import locale
@@ -302,19 +338,20 @@ def _theme_catalog(app: Any) -> None:
     language = app.config.language
     if not language or language == "en":
         return
-    for folder in app.config.locale_dirs:
-        po = Path(app.srcdir, folder, language, "LC_MESSAGES", f"{THEME_CATALOG}.po")
-        if not po.exists():
-            continue
-        mo = po.with_suffix(".mo")
-        if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
-            with open(po, "rb") as source, open(mo, "wb") as target:
-                write_mo(target, read_po(source, locale=language))
-        theirs = locale.translators.pop(("general", THEME_CATALOG), None)
-        locale.init([str(po.parents[2])], language, THEME_CATALOG)
-        if theirs is not None:
-            locale.translators[("general", THEME_CATALOG)].add_fallback(theirs)
-        return
+    for name in (THEME_CATALOG, SITE_CATALOG):
+        for folder in app.config.locale_dirs:
+            po = Path(app.srcdir, folder, language, "LC_MESSAGES", f"{name}.po")
+            if not po.exists():
+                continue
+            mo = po.with_suffix(".mo")
+            if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
+                with open(po, "rb") as source, open(mo, "wb") as target:
+                    write_mo(target, read_po(source, locale=language))
+            earlier = locale.translators.pop(("general", name), None)  # the theme's (or an earlier build's)
+            locale.init([str(po.parents[2])], language, name)
+            if earlier is not None and name == THEME_CATALOG:
+                locale.translators[("general", name)].add_fallback(earlier)
+            break
 
 
 def _search_dictionary(app: Any, config: Any) -> None:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .i18n import site_language
+from .i18n import SECTIONS_OF, site_language, site_words
 
 
 def unique_scripts(scripts: list) -> list:
@@ -52,9 +52,10 @@ _HIDDEN_CONTENT = ' aria-label="Toggle hidden content"'  # myst-nb's folded cell
 _MODE_ICON = re.compile(r'(<i class="theme-switch [^"]*" data-mode="\w+"\s*) title="([^"]*)"')
 
 
-def accessible_page(html_text: str, zh: bool = False) -> str:
+def accessible_page(html_text: str, sections_of: str = SECTIONS_OF) -> str:
     """A built page's HTML with what assistive technology needs before any script runs: each sidebar toggle (a
-    ``<summary>`` that shows only an icon) named after the chapter it opens; the search button named by what it shows
+    ``<summary>`` that shows only an icon) named after the chapter it opens (``sections_of``, with ``{chapter}``: the
+    site's catalog gives a Chinese page its own wording); the search button named by what it shows
     ("Search Ctrl+K", not the theme's "Search": axe's label-content-name-mismatch), and so is each folded cell's
     ``<summary>`` ("Show code cell source", not myst-nb's "Toggle hidden content"); the light/dark button's icons
     without a ``title``, which Font Awesome would draw as the button's visible text ("Light") against its name
@@ -64,6 +65,8 @@ def accessible_page(html_text: str, zh: bool = False) -> str:
 
     >>> accessible_page('<a class="reference internal" href="a">6. Heads</a><details><summary><i>').split('</a>')[1]
     '<details><summary aria-label="Sections of 6. Heads"><i>'
+    >>> accessible_page('<a class="reference internal" href="a">6. 多头</a><details><summary>', "展开{chapter}的小节")
+    '<a class="reference internal" href="a">6. 多头</a><details><summary aria-label="展开6. 多头的小节">'
     >>> accessible_page('<pre>x</pre><pre tabindex="0">y</pre>')
     '<pre tabindex="0">x</pre><pre tabindex="0">y</pre>'
     >>> accessible_page('<summary aria-label="Toggle hidden content">')
@@ -73,8 +76,7 @@ def accessible_page(html_text: str, zh: bool = False) -> str:
     """
 
     def named(match: re.Match) -> str:
-        label = f"展开{match[2]}的小节" if zh else f"Sections of {match[2]}"
-        return f'{match[1]} aria-label="{label}">'
+        return f'{match[1]} aria-label="{sections_of.format(chapter=match[2])}">'
 
     html_text = _SEARCH_BUTTON.sub(r"\1", _NAV_TOGGLE.sub(named, html_text))  # named by what it shows: Search Ctrl+K
     html_text = html_text.replace("<summary" + _HIDDEN_CONTENT + ">", "<summary>")
@@ -97,13 +99,14 @@ def setup(app: Any) -> dict[str, Any]:
     def accessible_pages(app: Any, exception: Exception | None) -> None:
         if exception is not None or app.builder.format != "html":
             return
-        zh, outdir = site_language(app.config) == "zh_CN", Path(app.outdir)
+        outdir = Path(app.outdir)
+        sections_of = site_words()(SECTIONS_OF) if site_language(app.config) != "en" else SECTIONS_OF
         # another site inside this one (the Chinese edition in zh/, built at the same time) is its own build's
         nested = {index.parent for index in outdir.glob("*/searchindex.js")} | {outdir / "zh"}
         for page in outdir.rglob("*.html"):
             if "_static" not in page.relative_to(outdir).parts and not any(n in page.parents for n in nested):
                 text = page.read_text(encoding="utf-8")
-                fixed = accessible_page(text, zh)
+                fixed = accessible_page(text, sections_of)
                 if fixed != text:
                     page.write_text(fixed, encoding="utf-8")
 

@@ -6,8 +6,8 @@ The translation rule, stated once (CONTRIBUTING.md and ``scripts/i18n.py`` point
   it, with every message empty);
 * a new page may land in English first: until it is listed in :data:`TRANSLATED` it is *pending translation*. The
   Chinese site shows it in English (a message its catalog already translates shows in Chinese) under a notice in
-  Chinese at the top of the page (:func:`untranslated_notice`), and ``tests/test_i18n.py`` lists it as pending
-  with a warning (``scripts/i18n.py pending`` prints the same list);
+  Chinese at the top of the page (:func:`untranslated_notice`, its words from the site's catalog, ``site.po``), and
+  ``tests/test_i18n.py`` lists it as pending with a warning (``scripts/i18n.py pending`` prints the same list);
 * a page listed in :data:`TRANSLATED` has a complete catalog: every message translated, none fuzzy. The catalog
   test fails otherwise, and a changed English sentence on such a page needs its translation in the same change.
 
@@ -17,6 +17,7 @@ uses the glossary's Chinese terms (``tests/test_i18n.py``).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Container
 from pathlib import Path
 
@@ -53,8 +54,9 @@ TRANSLATED: tuple[str, ...] = (
     "book/assignments/06_decoder",
 )
 
-# The notice at the top of a page pending translation, by Sphinx language code (English needs none)
-NOTICE: dict[str, str] = {"zh_CN": "本页尚未译成中文，先显示英文原文。"}
+# The notice at the top of a page pending translation, in English: a msgid of the site's catalog (site.po), whose
+# translation the Chinese site shows (English needs none)
+NOTICE = "This page is not translated yet; it is shown in English."
 _HTML_LANG = {"zh_CN": "zh-CN"}
 
 
@@ -67,20 +69,21 @@ def pending_pages(locale_dir: str | Path, language: str = "zh_CN") -> list[str]:
     return sorted(pages - set(TRANSLATED))
 
 
-def untranslated_notice(pagename: str, docnames: Container[str], language: str) -> str:
-    """The HTML of the notice at the top of ``pagename`` in ``language``, or "" where none is due: only on a site
-    in another language than English, on a page of the book (one of ``docnames``, Sphinx's ``env.found_docs``; not
-    the search or index pages) that :data:`TRANSLATED` does not list.
+def untranslated_notice(pagename: str, docnames: Container[str], language: str, text: str) -> str:
+    """The HTML of the notice at the top of ``pagename`` in ``language``, saying ``text`` (:data:`NOTICE` as the
+    site's catalog translates it), or "" where none is due: only on a site in another language than English, on a
+    page of the book (one of ``docnames``, Sphinx's ``env.found_docs``; not the search or index pages) that
+    :data:`TRANSLATED` does not list.
 
-    >>> print(untranslated_notice("book/99_new", {"book/99_new"}, "zh_CN").replace("<p>", "\\n<p>"))
+    >>> print(untranslated_notice("book/99_new", {"book/99_new"}, "zh_CN", "尚未译成中文。").replace("<p>", "\\n<p>"))
     <div class="admonition note tl-untranslated" role="note" lang="zh-CN">
-    <p>本页尚未译成中文，先显示英文原文。</p></div>
-    >>> [untranslated_notice(page, {page}, lang) for page, lang in [("book/intro", "zh_CN"), ("book/99_new", "en")]]
+    <p>尚未译成中文。</p></div>
+    >>> [untranslated_notice(p, {p}, lang, NOTICE) for p, lang in [("book/intro", "zh_CN"), ("book/99_new", "en")]]
     ['', '']
     """
-    if language not in NOTICE or pagename in TRANSLATED or pagename not in docnames:
+    if language not in _HTML_LANG or pagename in TRANSLATED or pagename not in docnames:
         return ""
     return (
         f'<div class="admonition note tl-untranslated" role="note" lang="{_HTML_LANG[language]}">'
-        f"<p>{NOTICE[language]}</p></div>"
+        f"<p>{html.escape(text)}</p></div>"
     )

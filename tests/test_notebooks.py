@@ -371,12 +371,15 @@ def test_the_figure_1_rule_catches_a_planted_fault() -> None:
     assert figure_1_problems(late)[0].startswith("no Figure 1")  # after the first section: not the opening
 
 
-TOOL_BOX = re.compile(r"^:::\{admonition\} Used here as a tool; explained in (chapters? .+)\n((?:.*\n)*?):::", re.MULTILINE)
+TOOL_BOX = re.compile(
+    r"^:::\{admonition\} Used here as a tool; explained in (chapters? .+)\n((?:.*\n)*?):::", re.MULTILINE
+)
 
 
 def tool_box_problems(nb: nbformat.NotebookNode, page: str) -> list[str]:
     """What is wrong with a page's "Used here as a tool; explained in chapter N" boxes (Teach in order, STYLE.md):
     a chapter it names that is not after the page (``06b_...`` is chapter (6, "b")), or a box without a link."""
+
     def order(chapter: str) -> tuple[int, str]:
         number = re.match(r"(\d+)([a-z]?)", chapter)
         return int(number[1]), number[2]

@@ -235,6 +235,7 @@ BUILT_PAGES = sorted(
 )
 
 
+@pytest.mark.browser  # reads the built site: runs after the build (scripts/test_all.sh), not before it
 @pytest.mark.parametrize("page", BUILT_PAGES or ["<no Chinese site>"])
 def test_a_built_chinese_page_shows_no_english_site_words(page: str) -> None:
     """The same check on every page of the built Chinese site (scripts/build_book.sh), where there is one."""

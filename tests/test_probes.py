@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny import tiny_config
 
 import transformer_lib as tl
 from transformer_lib.book import probes
@@ -159,17 +160,7 @@ def test_disable_attention_scaling_gives_softmax_of_raw_dot_products(impl):
 
 def test_disable_attention_scaling_reaches_every_layer_and_trains():
     tl.seed_everything(0)
-    cfg = tl.TransformerConfig(
-        src_vocab_size=12,
-        tgt_vocab_size=12,
-        d_model=32,
-        n_heads=4,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        d_ff=64,
-        dropout=0.0,
-        max_len=16,
-    )
+    cfg = tiny_config(src_vocab_size=12, tgt_vocab_size=12, max_len=16)  # tests/tiny.py
     model = probes.disable_attention_scaling(tl.Transformer(cfg))
     n_attn = sum(isinstance(m, tl.MultiHeadAttention) for m in model.modules())
     n_param = sum(torch.nn.utils.parametrize.is_parametrized(m) for m in model.modules())

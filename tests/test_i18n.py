@@ -17,6 +17,7 @@ from babel.messages.pofile import read_po
 from transformer_lib.book import labels
 from transformer_lib.book.labels import catalog, translate, translate_figure
 from transformer_lib.site import i18n, translated
+from transformer_lib.site.messages import message_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
@@ -179,7 +180,7 @@ def test_translations_keep_numbers_math_code_roles_and_links():
     problems = [
         f"{page}: {message.id[:60]!r}: {'; '.join(found)}"
         for page, message in _translated_messages()
-        if (found := i18n.message_problems(message.id, message.string, markdown=page != "figures"))
+        if (found := message_problems(message.id, message.string, markdown=page != "figures"))
     ]
     assert not problems, problems
 
@@ -197,7 +198,7 @@ def test_the_checks_fail_on_a_planted_fault(templates):
     assert incomplete(messages, catalog) == [f"fuzzy (the English changed): {first[:70]!r}"]
     english = "5 tokens have 15 of their 25 pairs open, see $d_k$, `tl.causal_mask`, {doc}`5 <05_masks>` and [x](a.md)"
     good = "5 个词元的 25 对中有 15 对开放，见 $d_k$、`tl.causal_mask`、{doc}`第 5 章 <05_masks>` 和 [x](a.md)"
-    assert i18n.message_problems(english, good) == []
+    assert message_problems(english, good) == []
     for wrong, kind in [
         (good.replace("15 对", "16 对"), "number"),
         (good.replace("$d_k$", "$d_v$"), "math"),
@@ -206,14 +207,14 @@ def test_the_checks_fail_on_a_planted_fault(templates):
         (good.replace("(a.md)", "(b.md)"), "link"),
         ("- " + good, "list"),  # like "1. 标题", read as a list item: Sphinx would keep the English text
     ]:
-        assert [p.split(":")[0] for p in i18n.message_problems(english, wrong)] == [kind], wrong
+        assert [p.split(":")[0] for p in message_problems(english, wrong)] == [kind], wrong
 
 
 def test_a_docstring_role_is_translated_as_the_myst_role():
     english = ":class:`Vocab` maps tokens to ids, see :func:`~tl.pad_batch`"
-    assert i18n.message_problems(english, "{class}`Vocab` 把词元映射为 id，见 {func}`~tl.pad_batch`") == []
+    assert message_problems(english, "{class}`Vocab` 把词元映射为 id，见 {func}`~tl.pad_batch`") == []
     as_rst = ":class:`Vocab` 把词元映射为 id，见 :func:`~tl.pad_batch`"  # plain text once Sphinx parses it as Markdown
-    assert [p.split(":")[0] for p in i18n.message_problems(english, as_rst)] == ["role", "code"]
+    assert [p.split(":")[0] for p in message_problems(english, as_rst)] == ["role", "code"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -362,7 +363,7 @@ def test_every_diagram_label_has_its_chinese_and_keeps_its_numbers():
             words = {w.lower() for w in re.findall(r"[A-Za-z_]{3,}", re.sub(r"<[^>]+>", " ", chinese))}
             if words - _KEPT_WORDS:
                 untranslated.add(label)
-            if i18n.message_problems(label, chinese, markdown=False):
+            if message_problems(label, chinese, markdown=False):
                 changed.add(label)
     assert not untranslated, f"diagram labels missing from figures.po/PATTERNS: {sorted(untranslated)}"
     assert not changed, f"translated diagram labels that changed a number or formula: {sorted(changed)}"

@@ -169,18 +169,21 @@ def _trace(trace: Any, lang: str) -> Any:
     return out
 
 
+def _walk_entry(key: str, value: Any, lang: str) -> Any:
+    """One entry of a layout in ``lang``: a label translated, tick labels as categories, ``meta`` (the text
+    alternative's facts, said by :func:`alt_sentence`) as it is, anything else walked into."""
+    if _is_label(key, value):
+        return translate(value, lang)
+    if key == "meta":
+        return value
+    if key.rsplit(".", 1)[-1] == "ticktext":
+        return _categories(value, lang)
+    return _walk(value, lang)
+
+
 def _walk(node: Any, lang: str) -> Any:
     if isinstance(node, dict):
-        return {
-            key: translate(value, lang)
-            if _is_label(key, value)
-            else value
-            if key == "meta"
-            else _categories(value, lang)
-            if key.rsplit(".", 1)[-1] == "ticktext"
-            else _walk(value, lang)
-            for key, value in node.items()
-        }
+        return {key: _walk_entry(key, value, lang) for key, value in node.items()}
     if isinstance(node, list):
         return [_walk(item, lang) for item in node]
     return node

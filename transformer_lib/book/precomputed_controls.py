@@ -51,10 +51,14 @@ def label_html(text: str) -> str:
     >>> label_html("the cat")  # no translation: the English alone
     'the cat'
     """
+    shown = _data_zh(text)
+    return f"<span{shown}>{html.escape(text)}</span>" if shown else html.escape(text)
+
+
+def _data_zh(text: str) -> str:
+    """The ``data-zh`` attribute that gives ``text`` its Chinese on the Chinese page, or "" when it has none."""
     zh = translate(text, "zh")
-    if zh == text:
-        return html.escape(text)
-    return f'<span data-zh="{html.escape(zh, quote=True)}">{html.escape(text)}</span>'
+    return f' data-zh="{html.escape(zh, quote=True)}"' if zh != text else ""
 
 
 def precomputed_html(
@@ -84,10 +88,8 @@ def precomputed_html(
     uid = "tl-choice-" + hashlib.sha1("".join(views).encode()).hexdigest()[:10]  # stable across builds
 
     def option(value: Any, selected: bool) -> str:  # the value stays what the views are keyed by; its text is shown
-        text, zh = str(value), translate(str(value), "zh")
-        shown = f' data-zh="{html.escape(zh, quote=True)}"' if zh != text else ""
-        chosen = " selected" if selected else ""
-        return f'<option value="{html.escape(text, quote=True)}"{shown}{chosen}>{html.escape(text)}</option>'
+        text, chosen = str(value), " selected" if selected else ""
+        return f'<option value="{html.escape(text, quote=True)}"{_data_zh(text)}{chosen}>{html.escape(text)}</option>'
 
     menus = []
     for name, values in choices.items():

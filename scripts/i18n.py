@@ -1,20 +1,23 @@
 """The Chinese edition: extract the book's messages, keep the catalogs in step, build the Chinese site.
 
     .venv/bin/python scripts/i18n.py update   # messages -> _build/gettext/*.pot -> locale/zh_CN/LC_MESSAGES/*.po
-    .venv/bin/python scripts/i18n.py pending  # the pages pending translation, with their untranslated messages
+    .venv/bin/python scripts/i18n.py pending [--messages] [pages]  # pending messages: a count per page (and each)
     .venv/bin/python scripts/i18n.py build    # the Chinese site, from the same notebooks, into _build/html/zh
     .venv/bin/python scripts/i18n.py labels [book/04_attention ...]  # figure labels figures.po lacks
     .venv/bin/python scripts/i18n.py share-static  # after both builds: the Chinese pages use the English _static
 
-The rule (transformer_lib/site/translated.py): every page has a catalog; a page listed in ``TRANSLATED`` has a
-complete one; any other page is pending translation: the Chinese site shows it in English under a notice in Chinese
-("本页尚未译成中文，先显示英文原文。"), and the catalog test (tests/test_i18n.py) lists it with a warning.
+The rule (transformer_lib/site/translated.py): translation follows, it does not block. Every page has a catalog; a
+message its catalog has no Chinese for (new, changed: sphinx-intl marks it fuzzy, or absent) is *pending*: the
+Chinese site shows it in English, on a page listed in ``TRANSLATED`` marked and under a notice ("Some paragraphs of
+this page ... are shown in English"), on any other page under the notice that the whole page is not translated yet.
+The catalog test (tests/test_i18n.py) and ``pending`` list them; what fails is a broken translation (a number,
+formula, code span, role, link or glossary term of the English changed).
 
 ``update`` and ``build`` reuse the executed notebooks of the English build (``_build/.jupyter_cache``), so nothing
 runs twice; each has its own doctree folder, because Sphinx cannot share one between builders or languages.
 ``update`` changes the catalogs under ``locale/``: a new page gets its catalog (every message empty), a changed
-English sentence comes back as a "fuzzy" entry, and the catalog test fails until a page in ``TRANSLATED`` has every
-message translated again. ``build`` runs with -W, as the English build does.
+English sentence comes back as a "fuzzy" entry (pending: Sphinx never shows a fuzzy translation) until someone
+translates it and removes the fuzzy mark. ``build`` runs with -W, as the English build does.
 """
 
 from __future__ import annotations
@@ -170,25 +173,48 @@ def share_static(site: Path = BUILD / "html") -> tuple[int, int]:
     return len(shared), saved
 
 
-def pending() -> dict[str, tuple[int, int]]:
-    """Per page pending translation (transformer_lib.site.translated), its untranslated or fuzzy messages and all
-    its messages, from its catalog."""
+def pending(pot: Path | None = None) -> dict[str, list[str]]:
+    """Per page, its pending messages (transformer_lib.site.translated: absent, empty or fuzzy in its catalog), for
+    every page that has some: of the page's messages now where ``pot`` holds Sphinx's templates (``extract``),
+    otherwise of its catalog's (what ``update`` last wrote)."""
     from babel.messages.pofile import read_po
 
-    from transformer_lib.site.translated import pending_pages
+    from transformer_lib.site.translated import pending_messages, read_catalog
 
+    folder = ROOT / "locale" / LANGUAGE / "LC_MESSAGES"
     found = {}
-    for page in pending_pages(ROOT / "locale", LANGUAGE):
-        with open(ROOT / "locale" / LANGUAGE / "LC_MESSAGES" / f"{page}.po", "rb") as f:
-            messages = [m for m in read_po(f) if m.id]
-        found[page] = (sum(1 for m in messages if not m.string or m.fuzzy), len(messages))
+    for po in sorted(p for p in folder.rglob("*.po") if p.parent != folder):
+        page = po.relative_to(folder).with_suffix("").as_posix()
+        messages = None
+        if pot is not None and (pot / f"{page}.pot").is_file():
+            with open(pot / f"{page}.pot", "rb") as f:
+                messages = [m.id for m in read_po(f) if m.id]
+        left = pending_messages(read_catalog(po), messages)
+        if left:
+            found[page] = left
     return found
+
+
+def pending_report(found: dict[str, list[str]], totals: dict[str, int], show_messages: bool = False) -> str:
+    """What ``scripts/i18n.py pending`` prints: a line per page (its pending messages, of how many), the messages
+    themselves with ``show_messages``."""
+    from transformer_lib.site.translated import TRANSLATED
+
+    lines = []
+    for page, messages in found.items():
+        how = "changed or new, shown in English" if page in TRANSLATED else "page not translated yet, shown in English"
+        lines.append(f"{page}: {len(messages)} of {totals.get(page, len(messages))} messages pending ({how})")
+        if show_messages:
+            lines.extend(f"    {m[:100]!r}" for m in messages)
+    lines.append(f"{sum(len(m) for m in found.values())} messages pending on {len(found)} pages")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["update", "pending", "build", "labels", "share-static"])
-    parser.add_argument("pages", nargs="*", help="labels only: the pages to look at (default: all)")
+    parser.add_argument("pages", nargs="*", help="labels and pending: the pages to look at (default: all)")
+    parser.add_argument("--messages", action="store_true", help="pending: list each pending message too")
     args = parser.parse_args(argv)
     if args.command == "labels":
         for page, labels in missing_labels(args.pages).items():
@@ -196,8 +222,12 @@ def main(argv: list[str] | None = None) -> int:
             print("".join(f"  {label!r}\n" for label in labels), end="")
         return 0
     if args.command == "pending":
-        for page, (left, total) in pending().items():
-            print(f"{page}: {left} of {total} messages to translate (shown in English on the Chinese site)")
+        from transformer_lib.site.translated import read_catalog
+
+        folder = ROOT / "locale" / LANGUAGE / "LC_MESSAGES"
+        found = {p: m for p, m in pending().items() if not args.pages or p in args.pages}
+        totals = {p: sum(1 for m in read_catalog(folder / f"{p}.po") if m.id) for p in found}
+        print(pending_report(found, totals, args.messages))
         return 0
     if args.command == "share-static":
         entries, saved = share_static()

@@ -51,6 +51,8 @@ class Term:
         notes: the study notes' own renderings, where they differ (column 3).
         introduced_in: the page that introduces the term ("book/05_masks"), or a label to resolve
             (``"ref:intro-why"``).
+        meaning: the one-line meaning (column 4), as written: a message of the glossary page's catalog, whose
+            translation says the row is translated (until then its term is pending on the other pages).
     """
 
     english: tuple[str, ...]
@@ -58,6 +60,7 @@ class Term:
     book_chosen: tuple[str, ...]
     notes: tuple[str, ...]
     introduced_in: str
+    meaning: str = ""
 
 
 def _renderings(cell: str) -> list[str]:
@@ -92,7 +95,7 @@ def read_glossary(path: Path = GLOSSARY) -> list[Term]:
             continue
         if len(cells) != 5:
             raise ValueError(f"glossary: expected 5 cells, got {len(cells)} in {line[:60]!r}")
-        english, chinese, notes, _meaning, introduced = cells
+        english, chinese, notes, meaning, introduced = cells
         names = re.sub(r"\s*\([^)]*\)", "", english).replace("`", "")
         renderings = _renderings(chinese)
         rows.append(
@@ -102,6 +105,7 @@ def read_glossary(path: Path = GLOSSARY) -> list[Term]:
                 book_chosen=tuple(t.replace(BOOK_MARK, "").strip() for t in renderings if BOOK_MARK in t),
                 notes=tuple(t.replace(UNUSED_MARK, "").strip() for t in _renderings(notes) if _CJK.search(t)),
                 introduced_in=_introduced_in(introduced),
+                meaning=meaning,
             )
         )
     return rows

@@ -8,8 +8,9 @@ and the translations in ``locale/zh_CN/LC_MESSAGES/<page>.po``, into ``_build/ht
 As a Sphinx extension (listed in ``_config.yml``), :func:`setup` gives every page of either site a
 ``<link rel="alternate" hreflang=...>`` to the same page in the other language and the script that turns it into
 the "中文 / English" button (``book/_static/language.js``, styled by ``book/_static/i18n.css``, which also gives the
-Chinese site a CJK font stack), and puts the notice of a page pending translation at its top. Which pages are
-translated (:data:`TRANSLATED`), and the rule for the others, is :mod:`transformer_lib.site.translated`'s.
+Chinese site a CJK font stack), and puts the notice of a page pending translation (or with paragraphs pending) at its
+top. Which pages are translated (:data:`TRANSLATED`), and the rule for the others, is
+:mod:`transformer_lib.site.translated`'s.
 
 Every word a Chinese page shows comes from a gettext catalog: the prose from its page's, the figures' labels from
 ``figures.po`` (:mod:`transformer_lib.book.labels`), the theme's words from ``booktheme.po`` and ``sphinx.po``, and
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .translated import NOTICE, TRANSLATED, untranslated_notice
+from .translated import NOTICE, PENDING_NOTICE, TRANSLATED, pending_transform, untranslated_notice
 
 __all__ = [
     "LANGUAGES",
@@ -66,13 +67,14 @@ SCRIPT_WORDS = (
     "Hide the code cells (outputs stay)",
     "Color mode: {mode}",
 )
-# every msgid of site.po: what the pages show (here), the notice of an untranslated page, a sidebar toggle's name
+# every msgid of site.po: what the pages show (here), the notices of a page pending translation, a sidebar toggle's name
 SITE_WORDS = (
     *TOGGLE_WORDS,
     *SUMMARY_WORDS,
     *SOURCE_WORDS,
     SEARCH_BAR_TEXT,
     NOTICE,
+    PENDING_NOTICE,
     SECTIONS_OF,
     *SCRIPT_WORDS,
 )
@@ -171,7 +173,8 @@ def setup(app: Any) -> dict[str, Any]:
             return
         words = site_words()
         if "body" in context:  # a page pending translation says so, in the site's language, above its English
-            notice = untranslated_notice(pagename, app.env.found_docs, language, words(NOTICE))
+            pending = doctree.get("tl_pending", 0) if doctree is not None else 0  # its paragraphs shown in English
+            notice = untranslated_notice(pagename, app.env.found_docs, language, words, pending)
             context["body"] = notice + context["body"]
         _title_and_footer(context)  # the book's title (<title>, the logo's text) and footer, from the theme's catalog
         context["metatags"] += script_words()  # what the site's scripts write, from the site's catalog
@@ -191,6 +194,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("builder-inited", _project_catalogs)
     app.connect("html-page-context", page_context)
     app.add_transform(_toctree_captions_transform())
+    app.add_transform(pending_transform())  # a translated page's paragraphs still pending: marked, counted
     app.add_post_transform(_site_words_transform())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 

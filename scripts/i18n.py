@@ -215,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["update", "pending", "build", "labels", "share-static"])
     parser.add_argument("pages", nargs="*", help="labels and pending: the pages to look at (default: all)")
     parser.add_argument("--messages", action="store_true", help="pending: list each pending message too")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(
+        argv
+    )  # "pending --messages book/intro" as well as "pending book/intro --messages"
     if args.command == "labels":
         for page, labels in missing_labels(args.pages).items():
             print(f"{page}:")

@@ -8,7 +8,8 @@
   or a toggle that says "check") without the tag fails, so that no check escapes these rules.
 * Every numbered chapter opens with its part of Figure 1 (``diagrams.transformer_diagram``, its ``highlight`` from
   ``FIGURE_1_PARTS``) before its first section.
-* ``_toc.yml`` and the notebooks agree: every listed page exists, every chapter notebook is listed.
+* ``_toc.yml`` and the notebooks agree: every listed page exists, every chapter notebook is listed (a rule per page,
+  so that ``-k NN_name`` runs it too).
 * CONTRIBUTING.md works as written: ``tests/fixtures/chapter/99_tiny.ipynb``, a page written by its "Add a chapter"
   steps, passes every page rule here, and each fault planted in a copy of it fails the rule that promises to catch it.
 
@@ -219,7 +220,7 @@ def test_the_check_cell_rules_catch_a_planted_fault() -> None:
     assert check_cell_problems(notebook("x = 2\nassert x", {**meta, "tags": ["hide-cell"]}))[0].startswith("cell 0")
 
 
-def _toc_files() -> list[str]:
+def _toc_files(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
     def walk(entries: list[dict]) -> list[str]:
         found = []
         for entry in entries:
@@ -229,16 +230,25 @@ def _toc_files() -> list[str]:
                 found += walk(entry.get(key, []))
         return found
 
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    toc = yaml.safe_load(toc_file.read_text(encoding="utf-8"))
     return [toc["root"], *walk(toc.get("parts", [])), *walk(toc.get("chapters", []))]
 
 
-def test_toc_lists_existing_pages_and_every_chapter() -> None:
+def test_toc_lists_existing_pages() -> None:
     listed = _toc_files()
     missing = [f for f in listed if not any((ROOT / f).with_suffix(s).exists() for s in (".ipynb", ".md"))]
     assert not missing, f"_toc.yml lists pages that do not exist: {missing}"
-    unlisted = [p for p in _ids(CHAPTERS) if p.removesuffix(".ipynb") not in listed]
-    assert not unlisted, f"chapter notebooks missing from _toc.yml (they would not be built): {unlisted}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_is_listed_in_the_toc(path: Path) -> None:
+    """A chapter page is built only if the table of contents lists it ("Add a chapter", step 8): the ``_toc.yml`` of
+    the book the page is in (the nearest one above it; the repository's for ``book/``)."""
+    book = next((folder for folder in path.resolve().parents if (folder / "_toc.yml").is_file()), None)
+    assert book is not None, f"{path.name}: no _toc.yml in any folder above it"
+    page = path.resolve().relative_to(book).with_suffix("").as_posix()
+    listed = _toc_files(book / "_toc.yml")
+    assert page in listed, f"{page} is missing from {book.name}/_toc.yml (it would not be built): list it (step 8)"
 
 
 def _math_continuation_lines(markdown: str) -> list[str]:
@@ -569,6 +579,7 @@ PAGE_RULES = [
     test_chapter_does_not_redefine_library_names,
     test_live_controls_show_no_dead_widget_on_the_site,
     test_chapter_opens_on_colab_with_its_library,
+    test_chapter_is_listed_in_the_toc,
     test_chapter_opens_with_its_goal_prerequisites_and_time,
     test_chapter_opens_with_its_part_of_figure_1,
     test_chapter_ends_with_a_summary_and_folded_exercises,
@@ -591,8 +602,9 @@ def page_failures(path: Path) -> dict[str, str]:
     return failures
 
 
-def _tiny_page(tmp_path: Path, name: str, plant=None) -> Path:
-    """The tiny page (with today's Colab cell: step 1 runs scripts/colab_cell.py), a fault planted by ``plant``."""
+def _tiny_page(tmp_path: Path, name: str, plant=None, listed: bool = True) -> Path:
+    """The tiny page (with today's Colab cell: step 1 runs scripts/colab_cell.py), a fault planted by ``plant``, in a
+    book of its own whose ``_toc.yml`` lists it (step 8) unless ``listed`` is False."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("colab_cell", ROOT / "scripts" / "colab_cell.py")
@@ -602,8 +614,13 @@ def _tiny_page(tmp_path: Path, name: str, plant=None) -> Path:
     next(c for c in nb.cells if c.cell_type == "code").source = colab.cell_source()
     if plant is not None:
         plant({c.source.split("\n")[0]: c for c in nb.cells})
-    path = tmp_path / f"99_{name}.ipynb"
+    book = tmp_path / name
+    (book / "book").mkdir(parents=True)
+    path = book / "book" / f"99_{name}.ipynb"
     nbformat.write(nb, path)
+    chapters = [{"file": f"book/99_{name}"}] if listed else []
+    toc = {"format": "jb-book", "root": "book/intro", "parts": [{"caption": "Chapters", "chapters": chapters}]}
+    (book / "_toc.yml").write_text(yaml.safe_dump(toc), encoding="utf-8")
     return path
 
 
@@ -654,3 +671,6 @@ def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails
     for plant, (rule, message) in planted.items():
         failures = page_failures(_tiny_page(tmp_path, plant.__name__, plant))
         assert rule in failures and message in failures[rule], (plant.__name__, failures)
+    failures = page_failures(_tiny_page(tmp_path, "not_in_the_toc", listed=False))
+    assert list(failures) == ["test_chapter_is_listed_in_the_toc"], failures
+    assert failures["test_chapter_is_listed_in_the_toc"].startswith("book/99_not_in_the_toc is missing from"), failures

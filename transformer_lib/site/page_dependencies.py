@@ -17,6 +17,7 @@ followed: change one and run ``scripts/build_book.sh --force``.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -75,8 +76,14 @@ def page_modules(page: Path, root: Path = ROOT) -> list[Path]:
         path = _module_file(name, root)
         if path is not None and path not in files:
             files.add(path)
-            todo |= _imports(path.read_text(encoding="utf-8"), name, path.name == "__init__.py")
+            todo |= _module_imports(path, name, path.stat().st_mtime_ns)
     return sorted(files)
+
+
+@functools.lru_cache(maxsize=1024)
+def _module_imports(path: Path, name: str, mtime_ns: int) -> frozenset[str]:
+    """:func:`_imports` of a module's file, parsed once per version of the file (every page shares the core's)."""
+    return frozenset(_imports(path.read_text(encoding="utf-8"), name, path.name == "__init__.py"))
 
 
 def _digest(files: list[Path], root: Path, extra: bytes = b"") -> str:

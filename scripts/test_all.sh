@@ -47,17 +47,21 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 # the reader's install: [book] alone, in its own environment (a second run with unchanged requirements takes a second)
 reader=.venv-reader
-stage "reader's install" env VENV="$reader" bash scripts/setup_env.sh book
+reader_install() {  # [book] into .venv-reader, and its Python as the kernel "reader", which exists nowhere else
+    VENV="$reader" bash scripts/setup_env.sh book &&
+        "$reader/bin/python" -m ipykernel install --sys-prefix --name reader --display-name "Python 3 ([book] only)" >/dev/null
+}
+stage "reader's install" reader_install
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
     -n 2 --dist loadfile -p no:cacheprovider --durations=10
 # every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build. With
 # torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
 # each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway.
-# The kernel is the reader's install's (JUPYTER_PATH finds its "python3" kernel first): nbval and pytest run here, in
-# .venv, but every cell runs with [book] alone.
+# The kernel is the reader's install's ("reader", found through JUPYTER_PATH; without it the stage fails rather than
+# fall back on .venv's): nbval and pytest run here, in .venv, but every cell runs with [book] alone.
 rm -rf _build/.executed
 stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyter" $py -m pytest --nbval-lax \
-    book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
+    --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
 # every solution, and every section of prose, states the numbers its cells printed, read from the pages the notebook
 # stage kept
 stage "stated numbers" $py -m pytest $(marked executed) -m executed -p no:cacheprovider -q

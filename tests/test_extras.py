@@ -157,3 +157,12 @@ def test_require_rejects_an_unknown_extra_and_keeps_other_import_errors():
     with pytest.raises(ValueError, match=r"extra: expected one of .*got 'everything'"):
         optional.require("json", extra="everything", purpose="a test")
     assert optional.require("json", extra="book", purpose="a test").dumps([1]) == "[1]"
+
+
+def test_the_install_puts_one_package_in_site_packages():
+    """Only transformer_lib is installed: benchmarks/ stays the repository's (run from its root), not a top-level
+    package named ``benchmarks`` that would shadow or be shadowed by any other in a reader's environment."""
+    import importlib.metadata
+
+    top_level = importlib.metadata.distribution("transformer-lib").read_text("top_level.txt")
+    assert top_level is not None and top_level.split() == ["transformer_lib"], f"installed top-level: {top_level!r}"

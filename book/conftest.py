@@ -9,9 +9,9 @@ that has really grown.
 
 It also keeps what nbval executed. Every iopub message of each cell's run is recorded; when all cells of a page
 passed, the messages are replayed through nbclient's own output handling (transformer_lib.site.execution.replay)
-into a copy of the page, written to ``_build/.executed/`` with the page's fingerprint (its bytes and the library's
-source). ``scripts/execute_notebooks.py`` hands such a copy to the build instead of running the page again, so a
-run that tests the notebooks and then builds the site executes each page once.
+into a copy of the page, written to ``_build/.executed/`` with the page's fingerprint (its bytes and the source of
+the modules it imports). ``scripts/execute_notebooks.py`` hands such a copy to the build instead of running the page
+again, so a run that tests the notebooks and then builds the site executes each page once.
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ def _keep_executed(page: Any) -> None:
     import nbformat
     from ipykernel.ipkernel import IPythonKernel
 
-    from transformer_lib.site.execution import fingerprint, replay
+    from transformer_lib.site.execution import replay
+    from transformer_lib.site.page_dependencies import fingerprint
 
     source = Path(str(page.fspath)).resolve()
     if ROOT not in source.parents:

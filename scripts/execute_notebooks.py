@@ -8,10 +8,14 @@ timeout, no errors allowed), with one difference: the kernel client waits in sho
 (transformer_lib.site.execution explains the stall this removes). The build then finds every notebook in the
 cache ("Using cached notebook") and only renders.
 
+A page runs again only when its code changed (jupyter-cache's own match), it is new (just added to ``_toc.yml``),
+or a module it imports changed: each cache record keeps, in its data, the fingerprint of the modules the page
+imports (``transformer_lib.site.page_dependencies``), and a record whose modules changed since is removed and its
+page executed. The others stay cached, whatever else changed in the library.
+
 A page that the notebook test (nbval, ``book/conftest.py``) already executed is not run again: its executed copy
-in ``_build/.executed/`` goes into the cache when its fingerprint (the page's bytes and the library's source)
-matches the page as it is now. ``--check-library`` instead says whether the cache was filled with today's library
-(exit 0) or an older one (exit 3: forget the cache and re-read every page).
+in ``_build/.executed/`` goes into the cache when its fingerprint (the page's bytes and its modules' source)
+matches the page as it is now.
 
     python scripts/execute_notebooks.py [--jobs 2] [--timeout 600]
 
@@ -33,12 +37,12 @@ from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
-from transformer_lib.site.execution import SlicedPollKernelManager, fingerprint
+from transformer_lib.site.execution import SlicedPollKernelManager
+from transformer_lib.site.page_dependencies import fingerprint, modules_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "_build" / ".jupyter_cache"  # where jupyter-book 1 keeps it (myst-nb's execution_cache_path)
 EXECUTED = ROOT / "_build" / ".executed"  # pages that nbval executed (book/conftest.py)
-LIBRARY_STAMP = CACHE / "library.sha256"  # the library's fingerprint when the cache was filled
 
 
 def toc_notebooks(toc: Path = ROOT / "_toc.yml") -> list[Path]:
@@ -100,40 +104,45 @@ def executed_by_the_test(path: Path) -> nbformat.NotebookNode | None:
         return None
     notebook = nbformat.read(copy, as_version=4)
     kept = notebook.metadata.pop("tl_executed", {})
-    return notebook if kept.get("fingerprint") == fingerprint(path) else None
+    return notebook if kept.get("fingerprint") == fingerprint(path, ROOT) else None
 
 
-def library_fingerprint() -> str:
-    return fingerprint(ROOT / "_toc.yml")  # the library's source (and the table of contents)
+def cached(cache, path: Path) -> str | None:
+    """Whether ``path`` is in the cache as it must be now: None if so, else why it runs again ("new or its code
+    changed", "a module it imports changed"). A record whose modules changed is removed from the cache."""
+    try:
+        record = cache.match_cache_notebook(nbformat.read(path, as_version=4))
+    except KeyError:
+        return "new or its code changed"
+    if record.data.get("modules") == modules_fingerprint(path, ROOT):
+        return None
+    cache.remove_cache(record.pk)
+    return "a module it imports changed"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default 2)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell, as in _config.yml")
-    parser.add_argument("--check-library", action="store_true", help="exit 3 if the cache holds an older library's")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs: expected a positive number, got {args.jobs}")
-    if args.check_library:
-        stale = CACHE.is_dir() and (not LIBRARY_STAMP.is_file() or LIBRARY_STAMP.read_text() != library_fingerprint())
-        return 3 if stale else 0
 
     cache = get_cache(str(CACHE))
     CACHE.mkdir(parents=True, exist_ok=True)
-    LIBRARY_STAMP.write_text(library_fingerprint())
     todo = []
     for path in toc_notebooks():
-        try:
-            cache.match_cache_notebook(nbformat.read(path, as_version=4))
-        except KeyError:
-            executed = executed_by_the_test(path)
-            if executed is None:
-                todo.append(path)
-            else:
-                drop_unused_widget_state(executed)
-                _cache(cache, path, executed, None)
-                print(f"execute_notebooks: reused {path.relative_to(ROOT)} as the notebook test ran it", flush=True)
+        why = cached(cache, path)
+        if why is None:
+            continue
+        executed = executed_by_the_test(path)
+        if executed is None:
+            todo.append(path)
+            print(f"execute_notebooks: {path.relative_to(ROOT)} runs: {why}", flush=True)
+        else:
+            drop_unused_widget_state(executed)
+            _cache(cache, path, executed, None)
+            print(f"execute_notebooks: reused {path.relative_to(ROOT)} as the notebook test ran it", flush=True)
     print(f"execute_notebooks: {len(todo)} notebook(s) to run, {args.jobs} at a time", flush=True)
     failed = []
     start = time.time()
@@ -152,8 +161,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cache(cache, path: Path, notebook: nbformat.NotebookNode, seconds: float | None) -> None:
     record = cache.add_nb_to_project(str(path))
+    # the modules' fingerprint: a later run re-executes the page when one of them changed (cached())
+    data = {"execution_seconds": seconds, "modules": modules_fingerprint(path, ROOT)}
     cache.cache_notebook_bundle(
-        CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
+        CacheBundleIn(notebook, record.uri, data=data),
         check_validity=False,
         overwrite=True,
     )

@@ -7,10 +7,13 @@
 #   bash scripts/setup_env.sh book     the reader's install, [book]: run and build the book (scripts/build_book.sh)
 #   PYTHON=python3.12 bash scripts/setup_env.sh        pick the interpreter that creates .venv
 #   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu  where torch comes from when none is installed
+#   VENV=.venv-reader bash scripts/setup_env.sh book   another environment than .venv (scripts/test_all.sh runs the
+#                                                      pages and the build in a [book]-only one)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-venv="$root/.venv"
+venv="${VENV:-.venv}"
+[[ "$venv" = /* ]] || venv="$root/$venv"
 py="$venv/bin/python"
 extras="${1:-all}"
 case "$extras" in

@@ -3,7 +3,9 @@
 # notebook under nbval (times reported; one over 3 x 90 s fails), which keeps what it executed for the build; the
 # site built from those executed pages; every page opened in JupyterLab; the built site checked in headless Chromium
 # (skipped, with a message, when /usr/bin/chromium is missing). Every stage runs; the exit status is non-zero if any
-# stage failed.
+# stage failed. The pages run, and the site is built, in the reader's install alone: a second environment,
+# .venv-reader, with [book] and nothing else (its kernel runs the notebooks that nbval drives from .venv, and its
+# Jupyter Book builds the site), so a page that imports a package outside [book] fails here as it would for a reader.
 #   bash scripts/test_all.sh           everything (CI runs this)
 #   bash scripts/test_all.sh --fast    the contributor's lane, no browser, no notebook run, no build (under 5 minutes):
 #                                      lint, unit tests and doctests not marked slow (notebook hygiene, catalogs,
@@ -43,19 +45,29 @@ if [ "${1:-}" = "--fast" ]; then
     echo "test_all --fast: all stages passed (the full run adds the slow tests, the notebooks, the build and the browser)"
     exit 0
 fi
+# the reader's install: [book] alone, in its own environment (a second run with unchanged requirements takes a second)
+reader=.venv-reader
+reader_install() {  # [book] into .venv-reader, and its Python as the kernel "reader", which exists nowhere else
+    VENV="$reader" bash scripts/setup_env.sh book &&
+        "$reader/bin/python" -m ipykernel install --sys-prefix --name reader --display-name "Python 3 ([book] only)" >/dev/null
+}
+stage "reader's install" reader_install
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
     -n 2 --dist loadfile -p no:cacheprovider --durations=10
 # every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build. With
 # torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
-# each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway
+# each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway.
+# The kernel is the reader's install's ("reader", found through JUPYTER_PATH; without it the stage fails rather than
+# fall back on .venv's): nbval and pytest run here, in .venv, but every cell runs with [book] alone.
 rm -rf _build/.executed
-stage "notebooks" env -u OMP_NUM_THREADS $py -m pytest --nbval-lax book assignments -n 2 --dist loadfile \
-    --nbval-cell-timeout=300 -p no:cacheprovider
+stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyter" $py -m pytest --nbval-lax \
+    --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
 # every solution, and every section of prose, states the numbers its cells printed, read from the pages the notebook
 # stage kept
 stage "stated numbers" $py -m pytest $(marked executed) -m executed -p no:cacheprovider -q
-# the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build)
-stage "build" bash scripts/build_book.sh
+# the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build),
+# built by the reader's install
+stage "build" env VENV="$reader" bash scripts/build_book.sh
 # every page opened in a real JupyterLab in headless Chromium; the pages with widgets run up to their first widget
 stage "jupyterlab" $py -m pytest $(marked jupyterlab) -m jupyterlab -n 2 -p no:cacheprovider  # two pages at a time
 if [ -d _build/html ]; then

@@ -3,6 +3,7 @@ implementations fail with the hint that names their mistake."""
 
 import json
 import math
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from torch import nn
 import transformer_lib as tl
 from transformer_lib.classroom import checks
 from transformer_lib.classroom.assignments import ASSIGNMENTS, notebook_namespace
+from transformer_lib.classroom.checks import core
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -145,8 +147,33 @@ def test_an_endless_loop_is_stopped_by_the_time_limit():
             pass
 
     result = checks.check_positional_encoding(positional_encoding, time_limit=0.3)
-    assert_fails_with(result, "did not finish within 0.3 s", "loop that never ends")
+    assert_fails_with(result, "did not finish within 0.3 s of CPU time", "loop that never ends")
     assert result.error == "TimeoutError"
+
+
+def test_the_time_limit_is_cpu_time_so_a_slow_clock_fails_no_one(sol):
+    """Each call waits 0.5 s on the clock but computes for milliseconds, and passes a 0.2 s limit: the limit is CPU
+    time, which a busy machine does not stretch (a wall-clock limit of 0.2 s would fail every call)."""
+
+    def positional_encoding(max_len, d_model):
+        time.sleep(0.5)
+        return sol["positional_encoding"](max_len, d_model)
+
+    result = checks.check_positional_encoding(positional_encoding, time_limit=0.2)
+    assert result.passed, str(result)
+
+
+def test_a_call_that_waits_forever_is_stopped_by_the_wall_clock_backstop(monkeypatch):
+    monkeypatch.setattr(core, "WALL_LIMIT_FACTOR", 5)  # 0.1 s of CPU, 0.5 s on the clock
+
+    def positional_encoding(max_len, d_model):
+        time.sleep(3600)
+
+    started = time.monotonic()
+    result = checks.check_positional_encoding(positional_encoding, time_limit=0.1)
+    assert_fails_with(result, "within 0.5 s of wall-clock time", "CPU time limit is 0.1 s", "wait for something")
+    assert result.error == "TimeoutError"
+    assert time.monotonic() - started < 3000, "the hour-long sleep was not cut off"
 
 
 @pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")

@@ -1,4 +1,5 @@
-"""The build's notebook execution (transformer_lib.site.execution): a kernel client that cannot miss a ready reply."""
+"""The build's notebook execution (transformer_lib.site.execution): a kernel client that cannot miss a ready reply;
+which pages run again (transformer_lib.site.page_dependencies, scripts/execute_notebooks.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,19 @@ from queue import Empty
 
 import pytest
 
-from transformer_lib.site import execution
+from transformer_lib.site import execution, page_dependencies
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def execute_notebooks():
+    """scripts/execute_notebooks.py, imported as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class _MissedWakeUpSocket:
@@ -117,30 +128,77 @@ def test_replay_makes_the_outputs_nbclient_makes() -> None:
     assert notebook.metadata["language_info"] == info
 
 
-def test_a_fingerprint_changes_with_the_page_and_with_the_library(tmp_path: Path) -> None:
-    page, library = tmp_path / "page.ipynb", tmp_path / "lib"
-    library.mkdir()
-    page.write_text("{}")
-    (library / "a.py").write_text("x = 1\n")
-    before = execution.fingerprint(page, library)
-    assert execution.fingerprint(page, library) == before
-    (library / "a.py").write_text("x = 2\n")
-    assert execution.fingerprint(page, library) != before
-    (library / "a.py").write_text("x = 1\n")
-    page.write_text('{"cells": []}')
-    assert execution.fingerprint(page, library) != before
+def _project(root: Path) -> Path:
+    """A project with a package of four modules (``a`` imports ``.b`` inside a function; ``c`` and ``d`` are imported
+    by no one the page imports) and a page that imports ``transformer_lib.a``; returns the page."""
+    import nbformat
+
+    package = root / "transformer_lib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from .b import x\n    return x\n")
+    (package / "b.py").write_text("import json\n\nx = 1\n")
+    (package / "c.py").write_text("from . import d\n")
+    (package / "d.py").write_text("y = 2\n")
+    page = root / "book" / "page.ipynb"
+    page.parent.mkdir()
+    cells = [nbformat.v4.new_code_cell("%matplotlib inline\nfrom transformer_lib import a\nimport numpy")]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), page)
+    return page
+
+
+def test_a_page_depends_on_the_modules_it_imports_transitively_and_no_others(tmp_path: Path) -> None:
+    page = _project(tmp_path)
+    found = [p.relative_to(tmp_path).as_posix() for p in page_dependencies.page_modules(page, tmp_path)]
+    assert found == ["transformer_lib/__init__.py", "transformer_lib/a.py", "transformer_lib/b.py"]
+    before, whole = page_dependencies.modules_fingerprint(page, tmp_path), page_dependencies.fingerprint(page, tmp_path)
+    (tmp_path / "transformer_lib" / "d.py").write_text("y = 3\n")  # a module the page does not import
+    assert page_dependencies.modules_fingerprint(page, tmp_path) == before
+    assert page_dependencies.fingerprint(page, tmp_path) == whole
+    (tmp_path / "transformer_lib" / "b.py").write_text("x = 2\n")  # imported through a
+    assert page_dependencies.modules_fingerprint(page, tmp_path) != before
+    assert page_dependencies.fingerprint(page, tmp_path) != whole
+
+
+def test_the_modules_of_every_page_of_the_book_are_found() -> None:
+    """Each page imports the core's package; the appendix on performance the benchmarks too; no page all of the
+    book's figures (then a figure module's change would re-run every page)."""
+    pages = execute_notebooks().toc_notebooks()
+    modules = {
+        page.stem: {p.relative_to(ROOT).as_posix() for p in page_dependencies.page_modules(page)} for page in pages
+    }
+    assert len(modules) >= 20 and all("transformer_lib/__init__.py" in found for found in modules.values())
+    assert "benchmarks/memory.py" in modules["appendix_performance"]
+    assert "transformer_lib/book/live_translator.py" in modules["07_cross_attention_and_decoding"]
+    users = [page for page, found in modules.items() if "transformer_lib/book/live_translator.py" in found]
+    assert sorted(users) == ["07_cross_attention_and_decoding", "intro"], users
+
+
+def test_the_build_re_executes_a_page_only_when_its_code_or_one_of_its_modules_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nbformat
+    from jupyter_cache import get_cache
+
+    script = execute_notebooks()
+    page = _project(tmp_path)
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    cache = get_cache(str(tmp_path / "cache"))
+    assert script.cached(cache, page) == "new or its code changed"
+    script._cache(cache, page, nbformat.read(page, as_version=4), 0.1)
+    assert script.cached(cache, page) is None
+    (tmp_path / "transformer_lib" / "d.py").write_text("y = 3\n")  # not imported by the page: still cached
+    assert script.cached(cache, page) is None
+    (tmp_path / "transformer_lib" / "b.py").write_text("x = 2\n")  # imported through a: runs again
+    assert script.cached(cache, page) == "a module it imports changed"
+    assert cache.list_cache_records() == [], "the stale record was not removed"
+    assert script.cached(cache, page) == "new or its code changed"
 
 
 def test_the_build_reuses_a_page_only_as_the_test_ran_it_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
     import nbformat
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import execute_notebooks
-    finally:
-        sys.path.pop(0)
+    execute_notebooks = globals()["execute_notebooks"]()
     monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
     monkeypatch.setattr(execute_notebooks, "EXECUTED", tmp_path / "_build" / ".executed")
     source = tmp_path / "book" / "page.ipynb"
@@ -148,7 +206,7 @@ def test_the_build_reuses_a_page_only_as_the_test_ran_it_now(tmp_path: Path, mon
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), source)
     assert execute_notebooks.executed_by_the_test(source) is None  # the test did not run it
     ran = nbformat.read(source, as_version=4)
-    ran.metadata["tl_executed"] = {"fingerprint": execution.fingerprint(source)}
+    ran.metadata["tl_executed"] = {"fingerprint": page_dependencies.fingerprint(source, tmp_path)}
     copy = tmp_path / "_build" / ".executed" / "book" / "page.ipynb"
     copy.parent.mkdir(parents=True)
     nbformat.write(ran, copy)
@@ -156,3 +214,27 @@ def test_the_build_reuses_a_page_only_as_the_test_ran_it_now(tmp_path: Path, mon
     assert reused is not None and "tl_executed" not in reused.metadata
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("2")]), source)  # the page changed
     assert execute_notebooks.executed_by_the_test(source) is None
+
+
+def test_sphinx_re_reads_a_page_when_a_module_it_imports_or_the_site_changes(tmp_path: Path) -> None:
+    """The extension notes, for a notebook page, the modules it imports and the site's rendering code as the page's
+    dependencies (Sphinx re-reads a page when one of them is newer than its last reading); other pages get none."""
+    noted: dict[str, set[str]] = {}
+
+    class Env:
+        docname = ""
+
+        def doc2path(self, docname: str) -> str:
+            return str(ROOT / "book" / docname) + (".md" if docname == "glossary" else ".ipynb")
+
+        def note_dependency(self, filename: str) -> None:
+            noted.setdefault(self.docname, set()).add(Path(filename).relative_to(ROOT).as_posix())
+
+    class App:
+        env = Env()
+
+    for docname in ("intro", "glossary"):
+        App.env.docname = docname
+        page_dependencies._note_dependencies(App, docname, [""])
+    assert {"transformer_lib/book/live_translator.py", "transformer_lib/site/figures.py"} <= noted["intro"]
+    assert "transformer_lib/book/ablation.py" not in noted["intro"] and "glossary" not in noted

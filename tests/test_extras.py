@@ -2,6 +2,7 @@
 needs an extra's package asks for it only when used, with an error that names the extra (transformer_lib.optional).
 """
 
+import ast
 import re
 import subprocess
 import sys
@@ -65,10 +66,49 @@ def test_the_extras_are_the_documented_ones_and_all_holds_every_one():
 
 def test_the_readers_install_leaves_out_the_other_uses():
     book = {_name(r) for extra in _included("book") for r in EXTRAS[extra]}
+    # shared on purpose: the notebook machinery, and onnxruntime (chapter 7 runs the site's translator with it)
+    shared = {"nbformat", "nbclient", "jupyter-client", "ipykernel", "pyyaml", "onnxruntime"}
     for extra in ("export", "classroom", "dev"):
-        left_out = {_name(r) for r in EXTRAS[extra]} - {"nbformat", "nbclient", "jupyter-client", "ipykernel", "pyyaml"}
+        left_out = {_name(r) for r in EXTRAS[extra]} - shared
         assert not left_out & book, f"[book] should not need [{extra}]: {left_out & book}"
-    assert not {"pytest-xdist", "hypothesis", "nbval", "playwright"} & book
+    assert not {"pytest", "pytest-xdist", "hypothesis", "nbval", "playwright"} & book, "[book] holds a test tool"
+
+
+CORE = [  # the modules the core is made of: import-linter's list of what may import neither book, classroom nor site
+    module
+    for contract in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    if contract["name"].startswith("The core imports")
+    for module in contract["source_modules"]
+]
+
+
+def _third_party_imports(paths: list[Path]) -> dict[str, set[str]]:
+    """The top-level names of the packages that these files import (stdlib and transformer_lib left out), each with
+    the files that import it."""
+    found: dict[str, set[str]] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "transformer_lib":
+                    found.setdefault(top, set()).add(path.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_the_core_dependencies_are_what_the_core_imports():
+    files = [ROOT / "transformer_lib" / "__init__.py"]
+    for module in CORE:
+        path = ROOT / Path(*module.split("."))
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+    assert len(files) > len(CORE) and all(f.is_file() for f in files), files
+    imported = _third_party_imports(files)
+    declared = {_name(r) for r in PROJECT["dependencies"]}
+    assert set(imported) == declared, (
+        f"the core imports {sorted(imported)}; pyproject.toml's dependencies are {declared}"
+    )
 
 
 def test_every_package_an_extra_names_is_pinned_in_constraints():
@@ -117,3 +157,12 @@ def test_require_rejects_an_unknown_extra_and_keeps_other_import_errors():
     with pytest.raises(ValueError, match=r"extra: expected one of .*got 'everything'"):
         optional.require("json", extra="everything", purpose="a test")
     assert optional.require("json", extra="book", purpose="a test").dumps([1]) == "[1]"
+
+
+def test_the_install_puts_one_package_in_site_packages():
+    """Only transformer_lib is installed: benchmarks/ stays the repository's (run from its root), not a top-level
+    package named ``benchmarks`` that would shadow or be shadowed by any other in a reader's environment."""
+    import importlib.metadata
+
+    top_level = importlib.metadata.distribution("transformer-lib").read_text("top_level.txt")
+    assert top_level is not None and top_level.split() == ["transformer_lib"], f"installed top-level: {top_level!r}"

@@ -387,8 +387,9 @@ TOOL_BOX = re.compile(
 
 
 def tool_box_problems(nb: nbformat.NotebookNode, page: str) -> list[str]:
-    """What is wrong with a page's "Used here as a tool; explained in chapter N" boxes (Teach in order, STYLE.md):
-    a chapter it names that is not after the page (``06b_...`` is chapter (6, "b")), or a box without a link."""
+    """What is wrong with a page's "Used here as a tool; explained in chapter N" boxes (the book teaches in order:
+    nothing is used before its chapter without such a box): a chapter it names that is not after the page
+    (``06b_...`` is chapter (6, "b")), or a box without a link."""
 
     def order(chapter: str) -> tuple[int, str]:
         number = re.match(r"(\d+)([a-z]?)", chapter)

@@ -16,9 +16,7 @@ execute_notebooks.py`` does, for the build).
 
 from __future__ import annotations
 
-import hashlib
 import time
-from pathlib import Path
 from queue import Empty
 from typing import Any
 
@@ -61,18 +59,8 @@ class SlicedPollKernelManager(AsyncKernelManager):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Executing once per run: the notebook test (nbval) keeps what it executed, and the build reuses it
-
-
-def fingerprint(notebook: Path, library: Path | None = None) -> str:
-    """What a notebook's outputs depend on: the notebook's own bytes and every source file of ``transformer_lib``
-    (the book's helpers and figures included). Two runs with the same fingerprint print the same pages."""
-    library = Path(__file__).resolve().parents[1] if library is None else library
-    digest = hashlib.sha256(notebook.read_bytes())
-    for path in sorted(library.rglob("*.py")):
-        digest.update(path.relative_to(library).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+# Executing once per run: the notebook test (nbval) keeps what it executed, and the build reuses it (under the page's
+# fingerprint, transformer_lib.site.page_dependencies)
 
 
 def replay(notebook: Any, messages: dict[int, list[dict[str, Any]]], language_info: dict[str, Any]) -> Any:

@@ -28,7 +28,11 @@ import torch
 
 from ..registry import get_assignment  # the assignments and their exercises
 
-DEFAULT_TIME_LIMIT = 10.0  # seconds per call of the learner's code; the inputs are tiny, a correct answer takes ms
+DEFAULT_TIME_LIMIT = 10.0  # CPU seconds per call of the learner's code; the inputs are tiny, a correct answer takes ms
+# The wall-clock backstop, as a multiple of the CPU limit: it stops a call that waits without computing (sleep,
+# input()). A busy machine stretches an honest call's wall-clock time, never its CPU time; at load 8 on 2 cores a
+# call gets about a quarter of a core, so 30x the CPU limit stays far above any honest call.
+WALL_LIMIT_FACTOR = 30
 RESULT_MARKER = "TL-CHECK-RESULT "  # the grader reads the JSON that follows this prefix on a printed line
 
 _time_limit: contextvars.ContextVar[float] = contextvars.ContextVar("time_limit", default=DEFAULT_TIME_LIMIT)
@@ -143,7 +147,8 @@ class _Fail(Exception):
 
 
 class _TimeUp(BaseException):
-    """Raised by the alarm; a BaseException so that a learner's ``except Exception`` cannot swallow it."""
+    """Raised by the alarm; a BaseException so that a learner's ``except Exception`` cannot swallow it. Its one
+    argument says which limit ran out: "cpu" or "wall"."""
 
 
 _CHECKS: dict[str, Callable[..., CheckResult]] = {}  # "check_attention" -> the check; filled by @_check
@@ -188,21 +193,27 @@ def _check(exercise: str, replays: tuple[type, ...] = ()) -> Callable:
 # --------------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _alarm(seconds: float) -> Iterator[None]:
-    """Raise _TimeUp after ``seconds`` (Unix main thread only; elsewhere no limit)."""
+    """Raise ``_TimeUp("cpu")`` once the block has used ``seconds`` of CPU time (``ITIMER_PROF``: user and system
+    time of the process), or ``_TimeUp("wall")`` after ``WALL_LIMIT_FACTOR * seconds`` on the clock
+    (``ITIMER_REAL``). CPU time is what the learner's code computes, so load cannot make an honest call late; the
+    wall-clock backstop catches a call that waits instead. Unix main thread only; elsewhere no limit."""
     if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def on_alarm(signum: int, frame: Any) -> None:
-        raise _TimeUp
+        raise _TimeUp("cpu" if signum == signal.SIGPROF else "wall")
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = {number: signal.signal(number, on_alarm) for number in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT_FACTOR * seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _learner_line(exc: BaseException) -> str:
@@ -258,8 +269,8 @@ def _run_learner(name: str, fn: Callable, args: tuple, kwargs: dict, limit: floa
     try:
         with _alarm(limit):
             return _Outcome(name, fn(*args, **kwargs))
-    except _TimeUp:
-        return _Outcome(name, error="_TimeUp", bases=("_TimeUp",))
+    except _TimeUp as up:  # the message says which limit: "cpu" or "wall"
+        return _Outcome(name, error="_TimeUp", bases=("_TimeUp",), message=str(up))
     except Exception as e:  # the learner's code raised: report it as feedback, not as a crash
         bases = tuple(c.__name__ for c in type(e).__mro__)
         return _Outcome(name, error=type(e).__name__, bases=bases, message=str(e), line=_learner_line(e))
@@ -294,9 +305,20 @@ def _call(fn: Callable, *args: Any, inputs: str, on_error: dict | None = None, *
             ),
             "NotImplementedError",
         )
+    if outcome.error == "_TimeUp" and outcome.message == "wall":
+        raise _Fail(
+            f"{name} did not finish within {WALL_LIMIT_FACTOR * limit:g} s of wall-clock time "
+            f"(the limit for a call that waits; the CPU time limit is {limit:g} s).",
+            f"Input: {inputs}",
+            (
+                "Does your code wait for something: input(), time.sleep(), a file or a network connection?",
+                "A correct answer computes for milliseconds on these tiny inputs and waits for nothing.",
+            ),
+            "TimeoutError",
+        )
     if outcome.error == "_TimeUp":
         raise _Fail(
-            f"{name} did not finish within {limit:g} s.",
+            f"{name} did not finish within {limit:g} s of CPU time.",
             f"Input: {inputs}",
             (
                 "Is there a loop that never ends? Check the condition of every `while` loop.",

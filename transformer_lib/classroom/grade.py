@@ -99,6 +99,7 @@ from pathlib import Path
 
 from . import sheets
 from .checks import DEFAULT_TIME_LIMIT
+from .cluster import ClusterUnavailable
 from .folder import find_submissions, grade_folder
 from .gradebook import feedback_markdown, write_csv
 from .graded import GradedNotebook
@@ -212,7 +213,19 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="time limit per call of a student's function inside a check (default: %(default)s)",
     )
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: %(default)s)")
-    parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks graded at once on this machine: the worker processes of an embedded Dask cluster "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the Dask cluster of this scheduler (e.g. tcp://host:8786; started with `dask scheduler` and "
+        "`dask worker ADDRESS`, or dask-jobqueue) instead of on this machine; each worker grades in its own sandbox",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -329,8 +342,9 @@ def main(argv: list[str] | None = None) -> int:
             similarity_threshold=args.similarity,
             limits=Limits(args.memory_mb, args.processes, args.file_mb, args.cpu_seconds, args.output_mb),
             unsandboxed=args.no_sandbox,
+            scheduler=args.scheduler,
         )
-    except (FileNotFoundError, NotADirectoryError, ValueError, SandboxUnavailable) as e:
+    except (FileNotFoundError, NotADirectoryError, ValueError, SandboxUnavailable, ClusterUnavailable) as e:
         print(e, file=sys.stderr)
         return 2
     _summary(args, graded, written)

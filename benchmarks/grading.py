@@ -62,7 +62,8 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def dask_processes(workers: int, *, nthreads: int = 1) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
     """A ``dask scheduler`` and ``workers`` ``dask worker`` processes on 127.0.0.1 (as a teacher starts them):
-    yields the scheduler's address and the workers' processes; all are stopped on the way out."""
+    yields the scheduler's address and the workers' processes (each the leader of its own process group); all are
+    stopped on the way out."""
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
@@ -86,6 +87,7 @@ def dask_processes(workers: int, *, nthreads: int = 1) -> Iterator[tuple[str, li
                     stdout=log,
                     stderr=log,
                     env=env,
+                    start_new_session=True,  # a group of its own: killing it is a machine lost (nanny, worker, kernels)
                 )
             )
         _wait_for_workers(address, workers)

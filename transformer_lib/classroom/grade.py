@@ -302,11 +302,15 @@ def _summary(args: argparse.Namespace, graded: list[GradedNotebook], written: di
 
 def main(argv: list[str] | None = None) -> int:
     """``tl-grade``: grade a folder of submissions and write the gradebook (see the module's docstring), or run
-    ``tl-grade verify`` / ``tl-grade totals`` (:mod:`.sheets`). Returns the exit status: 0, or 2 for a usage
-    problem (a missing folder, a bad option, no sandbox)."""
+    ``tl-grade verify`` / ``tl-grade totals`` (:mod:`.sheets`) or ``tl-grade gradescope`` (:mod:`.gradescope`).
+    Returns the exit status: 0, or 2 for a usage problem (a missing folder, a bad option, no sandbox, no scheduler)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["verify"], ["totals"]):  # tl-grade verify ..., tl-grade totals ...
         return sheets.main(argv)
+    if argv[:1] == ["gradescope"]:  # tl-grade gradescope ASSIGNMENT --out autograder.zip
+        from . import gradescope
+
+        return gradescope.main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.no_sandbox and os.geteuid() == 0 and not args.allow_root_without_sandbox:

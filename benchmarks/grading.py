@@ -3,8 +3,9 @@
 ``python -m benchmarks.grading [--quick] [--json PATH] [--engines NAME ...]`` grades the same class (copies of the
 fixture submissions: a right and a wrong answer to assignment 3, alternating) with each engine:
 
-- ``pool``: the grader's own pool of ``--jobs 2`` threads (before Dask replaced it; measured on that commit, its
-  figures kept in ``benchmarks/results/grading.json``);
+- ``pool``: the grader's own pool of ``--jobs 2`` threads, before Dask replaced it (commit 51d62d1): run from a
+  checkout of that commit named by ``TL_POOL_SOURCE`` (``git archive 51d62d1 | tar -x -C DIR``), in a process of
+  its own;
 - ``local``: the embedded ``LocalCluster`` of 2 worker processes (``tl-grade FOLDER --jobs 2``, the default);
 - ``scheduler``: a real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (``tl-grade FOLDER
   --scheduler tcp://127.0.0.1:PORT``).
@@ -136,19 +137,43 @@ def _grade(engine: str, folder: Path, out: Path, workers: int) -> tuple[float, l
     """Seconds to grade ``folder`` with ``engine``, and the workers' peaks."""
     from transformer_lib.classroom.folder import grade_folder
 
-    if engine == "pool":  # the grader's own thread pool (before Dask; kept to measure it on that commit)
-        started = time.perf_counter()
-        grade_folder(folder, out, jobs=workers, progress=False)
-        return time.perf_counter() - started, _peaks(None)
+    if engine == "pool":  # the grader's own thread pool, before Dask: run from a checkout of that commit
+        return _pool(folder, out, workers)
+    peaks: dict[str, float] = {}
+    started = time.perf_counter()
     if engine == "local":
-        started = time.perf_counter()
-        grade_folder(folder, out, jobs=workers, progress=False, worker_peaks=(peaks := []))  # type: ignore[call-arg]
-        return time.perf_counter() - started, peaks
-    with dask_processes(workers) as (address, _):
-        started = time.perf_counter()
-        grade_folder(folder, out, scheduler=address, progress=False)  # type: ignore[call-arg]
+        grade_folder(folder, out, jobs=workers, progress=False, worker_peaks=peaks)
         seconds = time.perf_counter() - started
-        return seconds, _peaks(address)
+    else:
+        with dask_processes(workers) as (address, _):
+            started = time.perf_counter()
+            grade_folder(folder, out, scheduler=address, progress=False, worker_peaks=peaks)
+            seconds = time.perf_counter() - started
+    return seconds, [{"worker": w, "peak_mb": mb} for w, mb in sorted(peaks.items())]
+
+
+POOL_SOURCE = os.environ.get("TL_POOL_SOURCE", "")  # a checkout of the commit before Dask (git archive 51d62d1)
+_POOL_RUN = """
+import json, resource, sys, time
+from transformer_lib.classroom.folder import grade_folder
+started = time.perf_counter()
+grade_folder(sys.argv[1], sys.argv[2], jobs=int(sys.argv[3]), progress=False)
+seconds = time.perf_counter() - started
+print(json.dumps([seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+"""
+
+
+def _pool(folder: Path, out: Path, workers: int) -> tuple[float, list[dict[str, Any]]]:
+    """The old pool's time and peak, graded by the library of :data:`POOL_SOURCE` in a process of its own."""
+    if not (Path(POOL_SOURCE) / "transformer_lib" / "classroom" / "folder.py").is_file():
+        raise FileNotFoundError(
+            f"TL_POOL_SOURCE: expected a checkout of the grader before Dask (git archive 51d62d1), got {POOL_SOURCE!r}"
+        )
+    env = {**os.environ, "PYTHONPATH": POOL_SOURCE}
+    command = [sys.executable, "-c", _POOL_RUN, str(folder), str(out), str(workers)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True, cwd=POOL_SOURCE)
+    seconds, peak = json.loads(done.stdout.strip().splitlines()[-1])
+    return seconds, [{"worker": "grader (threads)", "peak_mb": round(peak, 1)}]
 
 
 def grading_benchmark(
@@ -156,7 +181,8 @@ def grading_benchmark(
 ) -> dict[str, Any]:
     """Grade one class of ``notebooks`` with each of ``engines`` (``workers`` at once), ``repeats`` rounds in
     alternating order; returns seconds per notebook (summarized over rounds) and peak memory per engine, the Dask
-    overhead against ``local``/``pool`` where both ran, and :func:`projection` of each."""
+    overhead against ``pool`` where it ran (per round, so that both saw the same load), and :func:`projection` of
+    each."""
     results: dict[str, Any] = {e: {"seconds": [], "peaks": []} for e in engines}
     with tempfile.TemporaryDirectory(prefix="tl-bench-grading-") as tmp:
         folder = make_class(Path(tmp) / "class", notebooks)
@@ -175,7 +201,13 @@ def grading_benchmark(
             "workers_peak_mb": found["peaks"][-1],
             "projection": projection(per_notebook["median"], workers),
         }
-    return {"notebooks": notebooks, "workers": workers, "repeats": repeats, "engines": figures}
+    base = "pool" if "pool" in results else None
+    overhead = {  # seconds per notebook against the local pool's, round by round (the same load on both)
+        e: summarize([x / y - 1 for x, y in zip(results[e]["seconds"], results[base]["seconds"], strict=True)])
+        for e in results
+        if base is not None and e != base
+    }
+    return {"notebooks": notebooks, "workers": workers, "repeats": repeats, "engines": figures, "overhead": overhead}
 
 
 def projection(seconds_per_notebook: float, workers: int, course: int = COURSE) -> dict[str, float]:
@@ -195,6 +227,10 @@ def table(result: dict[str, Any]) -> str:
             f"{engine:<10} {f['seconds_per_notebook']['median']:>10.2f} {f['projection']['hours_on_32']:>9.2f} h "
             f"{f['projection']['hours_on_256']:>6.2f} h  {peaks}"
         )
+    for engine, o in result.get("overhead", {}).items():
+        lines.append(
+            f"{engine}: {o['median']:+.1%} per notebook against the pool (rounds: {o['min']:+.1%} to {o['max']:+.1%})"
+        )
     return "\n".join(lines)
 
 
@@ -202,7 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.grading", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK} instead of {FULL}")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the result to this JSON file")
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=("pool", *ENGINES), metavar="NAME")
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=list(ENGINES),
+        choices=("pool", *ENGINES),
+        metavar="NAME",
+        help=f"of pool (needs TL_POOL_SOURCE), {', '.join(ENGINES)} (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     import torch
 

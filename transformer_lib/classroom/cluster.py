@@ -113,6 +113,13 @@ def _failed(student: str, name: str, unsandboxed: bool, problem: str, summary: s
     return graded
 
 
+def _peak_mb() -> float:
+    """This process's peak resident memory in MB."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def grade_task(student: str, name: str, data: bytes, options: dict[str, Any]) -> Graded:
     """Grade one notebook on this worker: ``data``, the bytes of the file called ``name``, handed in by
     ``student``, graded by :func:`~.notebook.grade_notebook` with ``options`` in a bubblewrap sandbox (refused, with
@@ -226,11 +233,12 @@ def grade_on_cluster(
     scheduler: str | None = None,
     jobs: int = 1,
     progress: bool = True,
+    peaks: dict[str, float] | None = None,
 ) -> list[Graded]:
     """:func:`grade_task` for each of ``submissions`` on the Dask ``scheduler`` (an address), or on an embedded
     ``LocalCluster`` of ``jobs`` processes; returns one :class:`Graded` per submission, in their order. A notebook
     whose worker died every time it was graded gets failed rows that say so; :class:`ClusterUnavailable` if the
-    scheduler cannot be reached."""
+    scheduler cannot be reached. ``peaks``, if given, receives each worker's peak resident memory in MB."""
     from distributed import wait
 
     found: dict[int, Graded] = {}
@@ -269,6 +277,8 @@ def grade_on_cluster(
             bar.close()
             for future in pending:
                 future.cancel()
+        if peaks is not None:
+            peaks.update(client.run(_peak_mb))
     return [found[i] for i in range(len(submissions))]
 
 

@@ -100,19 +100,20 @@ def grade_folder(
     unsandboxed: bool = False,
     notebook_timeout: float = NOTEBOOK_TIMEOUT,
     scheduler: str | None = None,
+    worker_peaks: dict[str, float] | None = None,
 ) -> list[GradedNotebook]:
-    """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
-    names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
-    feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
-    ``templates`` is the folder of the handed-out notebooks, default ``book/assignments``). Each notebook is a task
-    on the Dask ``scheduler`` (an address such as ``tcp://host:8786``; its workers check their own sandbox) or, by
-    default, on an embedded cluster of ``jobs`` worker processes; ``workers.csv`` next to ``out`` says which worker
-    graded which notebook. Returns what was graded, sorted by student and file; ``written``, if
-    given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"`` or ``"canvas"``) also writes
-    ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
-    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
-    Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
-    ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits``, ``unsandboxed`` and
+    """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS names and
+    ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the feedback files and the
+    checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`; ``templates`` is the folder
+    of the handed-out notebooks, default ``book/assignments``). Each notebook is a task on the Dask ``scheduler``
+    (an address such as ``tcp://host:8786``; its workers check their own sandbox) or, by default, on an embedded
+    cluster of ``jobs`` worker processes; ``workers.csv`` next to ``out`` says which worker graded which notebook,
+    and ``worker_peaks``, if given, receives each worker's peak memory (MB). Returns what was graded, sorted by
+    student and file; ``written``, if given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"``
+    or ``"canvas"``) also writes ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors
+    every file written with an HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside
+    the output folder). Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more)
+    go to ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits``, ``unsandboxed`` and
     ``notebook_timeout``: see :func:`grade_notebook` (:class:`~.sandbox.SandboxUnavailable` is raised before
     anything is graded). A notebook the grader itself fails on gets failed rows that say so; the others are graded
     and the sheets written all the same."""
@@ -133,7 +134,9 @@ def grade_folder(
         unsandboxed=unsandboxed,
         notebook_timeout=notebook_timeout,
     )
-    on_workers = grade_on_cluster(submissions, options, scheduler=scheduler, jobs=jobs, progress=progress)
+    on_workers = grade_on_cluster(
+        submissions, options, scheduler=scheduler, jobs=jobs, progress=progress, peaks=worker_peaks
+    )
     graded = [g.notebook for g in on_workers]
     for g, s, digest in zip(graded, submissions, digests, strict=True):
         g.student, g.path, g.sha256, g.notes = s.student, s.path, digest, [*g.notes, *s.notes]

@@ -237,3 +237,26 @@ def test_the_library_copies_of_an_embedded_run_are_removed(tmp_path, monkeypatch
     assert all(r["passed"] == "1" for r in _rows(out)) and _rows(out)
     assert "pid " not in _rows(out.with_name("workers.csv"))[0]["worker"]  # graded on a Dask worker
     assert not list((tmp_path / "tmp").glob("tl-lib-*"))
+
+
+def test_the_benchmark_projects_a_course_from_seconds_per_notebook():
+    """9.6 s a notebook with 2 workers is 19.2 s of one worker: 6,000 notebooks on 32 workers take 6,000 / 32 x 19.2
+    s = 1.0 h, on 256 workers 0.125 h."""
+    from benchmarks.grading import projection
+
+    assert projection(9.6, 2) == {"hours_on_32": 1.0, "hours_on_256": 0.12}
+    assert projection(9.6, 1) == {"hours_on_32": 0.5, "hours_on_256": 0.06}
+
+
+def test_the_benchmark_class_alternates_right_and_wrong_answers(tmp_path):
+    from benchmarks.grading import make_class
+
+    folder = make_class(tmp_path / "class", 3)
+    found = grade.find_submissions(folder)
+    assert [(s, p.name) for s, p in found] == [(f"s000{i}", "03_attention.ipynb") for i in range(3)]
+    assert (folder / "s0000" / "03_attention.ipynb").read_bytes() == (
+        FIXTURES / "alice" / "03_attention.ipynb"
+    ).read_bytes()
+    assert (folder / "s0001" / "03_attention.ipynb").read_bytes() == (
+        FIXTURES / "bob" / "03_attention.ipynb"
+    ).read_bytes()

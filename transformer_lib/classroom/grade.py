@@ -17,7 +17,9 @@ and the file's SHA-256; a totals sheet; the written answers), one markdown feedb
 (``feedback/<student>.md`` next to the CSV unless ``--feedback`` says otherwise) and a checksum manifest.
 
 Where each step lives: this module is the command line (:func:`main`); :mod:`.folder` grades a class's folder
-(:func:`~.folder.grade_folder`), :mod:`.notebook` one notebook (:func:`~.notebook.grade_notebook`), :mod:`.runs` runs
+(:func:`~.folder.grade_folder`), :mod:`.cluster` sends its notebooks to Dask workers (an embedded ``LocalCluster`` of
+``--jobs`` processes, or the cluster of ``--scheduler``), :mod:`.gradescope` is the Gradescope autograder
+(``tl-grade gradescope``), :mod:`.notebook` one notebook (:func:`~.notebook.grade_notebook`), :mod:`.runs` runs
 it until each exercise has a verdict (the verdict itself is the check replayed here, :func:`~.runs.verdict`), and
 :mod:`.sandbox` (with :mod:`.bwrap` and :mod:`.limits`) is where its kernel runs. The names used before the split
 are all importable from here.

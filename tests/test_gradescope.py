@@ -133,13 +133,39 @@ def test_run_autograder_scores_honest_wrong_and_attacking_submissions(autograder
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
 
 
-def test_run_autograder_without_a_sandbox_runs_nothing_and_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr(gradescope, "bwrap_problem", lambda: "bwrap cannot build a sandbox here (no user namespaces)")
+def _in_process(autograder: Path, root: Path, nb: nbformat.NotebookNode) -> dict:
+    """As :func:`_run`, but run_autograder called here (so that a test can take bubblewrap away)."""
+    for folder in ("source", "submission", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+        (root / folder).mkdir()
+    with zipfile.ZipFile(autograder) as z:
+        z.extractall(root / "source")
+    nbformat.write(nb, root / "submission" / f"{ASSIGNMENT}.ipynb")
+    gradescope.run_autograder(ASSIGNMENT, root)
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to nobody needs root, as in Gradescope's container")
+def test_without_bubblewrap_the_kernel_runs_as_nobody_and_cannot_reach_the_grader(autograder, layout, monkeypatch):
+    """Gradescope's container may forbid bubblewrap's namespaces: the kernel then runs as nobody, and the attacks
+    that write the results or load the reference from the grader's wheel still change nothing."""
+    monkeypatch.setattr(gradescope, "bwrap_problem", lambda: "bwrap cannot build a sandbox here (no namespaces)")
+    honest = _in_process(autograder, layout, solved(ASSIGNMENT))
+    assert honest["score"] == POINTS and "ran as an unprivileged user, without bubblewrap" in honest["output"]
+    wrong = _in_process(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
+    assert wrong["score"] < POINTS
+    writer = _in_process(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
+    assert writer["score"] == wrong["score"], writer
+    reader = _in_process(autograder, layout, _with_cell("bob", READS_CHECKS.format(root=str(layout))))
+    assert reader["score"] == wrong["score"], reader
+    assert "JUPYTER_PATH" not in os.environ or "tl-unprivileged" not in os.environ["JUPYTER_PATH"]
+
+
+def test_run_autograder_without_a_notebook_says_so(tmp_path):
     (tmp_path / "submission").mkdir()
-    nbformat.write(solved(ASSIGNMENT), tmp_path / "submission" / f"{ASSIGNMENT}.ipynb")
+    (tmp_path / "submission" / "answers.pdf").write_bytes(b"%PDF")
     results = gradescope.run_autograder(ASSIGNMENT, tmp_path)
     assert results["score"] == 0 and results["tests"] == []
-    assert "cannot run a sandbox in this container (bwrap cannot build" in results["output"]
+    assert f"No .ipynb file in the submission: upload {ASSIGNMENT}.ipynb." == results["output"]
     assert json.loads((tmp_path / "results" / "results.json").read_text()) == results
-    (tmp_path / "submission" / f"{ASSIGNMENT}.ipynb").unlink()
-    assert "No .ipynb file in the submission" in gradescope.run_autograder(ASSIGNMENT, tmp_path)["output"]

@@ -12,14 +12,17 @@ test with no score per written answer, for grading by hand.
 
 The student's code never sees the grader's files: its kernel runs in bubblewrap, whose world holds neither
 ``/autograder`` (the source, this wheel, the results folder) nor the submission's original; the results are written
-after the kernel has ended, replacing anything there. A container where bubblewrap cannot run gets no grading at all:
-the results say why (score 0, for the teacher to look at), because a kernel outside the sandbox would run as root and
-could write its own results.
+after the kernel has ended, replacing anything there. A container where bubblewrap cannot run (Docker's default
+profile forbids the namespaces it needs) runs the kernel as the unprivileged user ``nobody`` instead, with the same
+limits (:func:`unprivileged`): ``/autograder``'s source, submission and results folders and the installed grader's
+package are then closed to every user but root, so the kernel can neither read the checks' code nor write the
+results; the results' ``output`` says which way the notebook ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -27,15 +30,16 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .graded import GradedNotebook
 from .registry import ASSIGNMENTS
-from .sandbox import bwrap_problem
+from .sandbox import UNSANDBOXED_NOTE, bwrap_problem
 from .sheet_rows import clean_text
 
-__all__ = ["TORCH", "build_autograder", "run_autograder", "results_json", "main"]
+__all__ = ["TORCH", "NOBODY", "build_autograder", "run_autograder", "results_json", "unprivileged", "main"]
 
 TORCH = "torch==2.13.0"  # the CPU build, as on the project's machines
 _ROOT = Path(__file__).resolve().parents[2]  # the repository this library sits in (pyproject.toml, constraints.txt)
@@ -119,6 +123,56 @@ def build_autograder(assignment: str, out: str | Path, *, wheel: str | Path | No
     return out
 
 
+NOBODY = 65534  # the unprivileged user (and group) a kernel runs as where bubblewrap cannot run
+# The kernel's command where bubblewrap cannot run: started as root by the grader, it hands the kernel's folders to
+# `nobody`, drops every group and id, and becomes the kernel (the same process: the grader's signals reach it).
+_DROP = """import os, sys
+connection = sys.argv[sys.argv.index("-f") + 1]
+folder = os.path.dirname(connection)
+for path in (folder, os.path.join(folder, "sockets"), os.getcwd(), connection):
+    if os.path.exists(path):
+        os.chown(path, {uid}, {uid})
+os.setgroups([])
+os.setgid({uid})
+os.setuid({uid})
+os.execv({python!r}, [{python!r}, "-m", "ipykernel_launcher", "-f", connection])
+"""
+
+
+@contextlib.contextmanager
+def unprivileged(root: Path) -> Iterator[str]:
+    """A kernel that runs as ``nobody``, for a container without bubblewrap: yields its kernel name (a kernel spec
+    in a temporary ``JUPYTER_PATH``). Meanwhile ``root`` (``/autograder``) can only be crossed by others, its
+    ``source``, ``submission`` and ``results`` folders and this installed package are closed to all but root."""
+    import transformer_lib
+
+    closed = [root / "source", root / "submission", root / "results"]
+    package = Path(transformer_lib.__file__).resolve().parent
+    if "site-packages" in package.parts:  # the installed wheel (an editable checkout stays where it is)
+        closed.append(package)
+    with tempfile.TemporaryDirectory(prefix="tl-unprivileged-") as tmp:
+        os.chmod(tmp, 0o755)  # the kernel spec, readable; the launcher, run by root before it drops
+        launcher = Path(tmp) / "drop.py"
+        launcher.write_text(_DROP.format(uid=NOBODY, python=sys.executable))
+        spec = Path(tmp) / "kernels" / "tl-nobody"
+        spec.mkdir(parents=True)
+        argv = [sys.executable, "-I", "-S", str(launcher), "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "nobody", "language": "python"}))
+        before = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = tmp
+        os.chmod(root, 0o711)
+        for folder in closed:
+            if folder.exists():
+                os.chmod(folder, 0o700)
+        try:
+            yield "tl-nobody"
+        finally:
+            if before is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = before
+
+
 def _submission(folder: Path, assignment: str) -> Path | None:
     """The notebook to grade: ``<assignment>.ipynb``, else the only ``.ipynb``, else the first by name."""
     notebooks = sorted(p for p in folder.glob("*.ipynb") if p.is_file()) if folder.is_dir() else []
@@ -170,7 +224,8 @@ def run_autograder(
     assignment: str, root: str | Path = "/autograder", *, cell_timeout: float = 60, time_limit: float | None = None
 ) -> dict[str, Any]:
     """Grade the submission under ``root``/submission as ``assignment`` and write ``root``/results/results.json
-    (returned too). Without a working bubblewrap nothing of the student's runs, and the results say why."""
+    (returned too). Without a working bubblewrap the kernel runs as ``nobody`` (:func:`unprivileged`); not root
+    either, nothing of the student's runs, and the results say why."""
     from .notebook import grade_notebook
 
     assignment, root = _assignment(assignment), Path(root)
@@ -183,11 +238,11 @@ def run_autograder(
             "output": f"No .ipynb file in the submission: upload {assignment}.ipynb.",
         }
         results["tests"] = []
-    elif problem := bwrap_problem():
+    elif (problem := bwrap_problem()) and os.geteuid() != 0:
         results = {
             "score": 0.0,
-            "output": f"The autograder cannot run a sandbox in this container ({problem}), so it did not run your "
-            "notebook; your teacher will grade it.",
+            "output": f"The autograder cannot run a sandbox here ({problem}) nor, not being root, run your notebook "
+            "as another user, so it did not run it; your teacher will grade it.",
             "tests": [],
         }
     else:
@@ -197,7 +252,13 @@ def run_autograder(
             options: dict[str, Any] = {"cell_timeout": cell_timeout}
             if time_limit is not None:
                 options["time_limit"] = time_limit
-            graded = grade_notebook(path, "student", **options)
+            with contextlib.ExitStack() as stack:
+                if problem:  # no bubblewrap: the kernel runs as nobody, the grader's files closed to it
+                    options.update(unsandboxed=True, kernel_name=stack.enter_context(unprivileged(root)))
+                graded = grade_notebook(path, "student", **options)
+            if problem:
+                graded.notes = [n for n in graded.notes if n != UNSANDBOXED_NOTE]
+                graded.notes.append(f"Your notebook ran as an unprivileged user, without bubblewrap ({problem}).")
             results = results_json(graded, root / "source" / "templates")
     written = results_dir / f".results-{os.getpid()}.json"
     written.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

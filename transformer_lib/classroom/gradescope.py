@@ -125,17 +125,16 @@ def build_autograder(assignment: str, out: str | Path, *, wheel: str | Path | No
 
 NOBODY = 65534  # the unprivileged user (and group) a kernel runs as where bubblewrap cannot run
 # The kernel's command where bubblewrap cannot run: started as root by the grader, it hands the kernel's folders to
-# `nobody`, drops every group and id, and becomes the kernel (the same process: the grader's signals reach it).
+# `nobody`, then becomes the kernel through setpriv (as the bubblewrap route does: every group, id and capability
+# dropped; the same process, so the grader's signals reach it).
 _DROP = """import os, sys
 connection = sys.argv[sys.argv.index("-f") + 1]
 folder = os.path.dirname(connection)
 for path in (folder, os.path.join(folder, "sockets"), os.getcwd(), connection):
     if os.path.exists(path):
         os.chown(path, {uid}, {uid})
-os.setgroups([])
-os.setgid({uid})
-os.setuid({uid})
-os.execv({python!r}, [{python!r}, "-m", "ipykernel_launcher", "-f", connection])
+drop = ["setpriv", "--reuid={uid}", "--regid={uid}", "--clear-groups", "--bounding-set=-all"]
+os.execvp("setpriv", drop + [{python!r}, "-m", "ipykernel_launcher", "-f", connection])
 """
 
 

@@ -1,31 +1,28 @@
 """Grading a class's folder (:func:`grade_folder`): which notebook is whose (:mod:`.submissions`), each graded in
-its own kernel (:func:`~.notebook.grade_notebook`, ``jobs`` at once, one read-only library copy per assignment),
-near-identical solutions flagged (:mod:`.similarity`), then the gradebook written (:mod:`.gradebook`), with an LMS
-import file (:mod:`.lms`) and an HMAC anchor (:mod:`.sheets`) where asked for.
+its own kernel on a Dask worker (:func:`~.cluster.grade_on_cluster`: a teacher's scheduler, or an embedded
+``LocalCluster`` of ``jobs`` processes), near-identical solutions flagged (:mod:`.similarity`), then the gradebook
+written here, in the teacher's process alone (:mod:`.gradebook`), with an LMS import file (:mod:`.lms`), which worker
+graded what (``workers.csv``) and an HMAC anchor (:mod:`.sheets`) where asked for.
 
-A notebook the grader itself fails on gets failed rows that say so; the others are graded and the sheets written
-all the same, and the library copies are removed however the grading ends.
+A notebook the grader itself fails on, or whose worker died every time it was graded, gets failed rows that say so;
+the others are graded and the sheets written all the same.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
-from typing import Any
 
 from . import sheets
 from .checks import DEFAULT_TIME_LIMIT
+from .cluster import WORKER_COLUMNS, grade_on_cluster, worker_rows
 from .gradebook import csv_text, sha256_file, totals_table, write_gradebook
 from .graded import GradedNotebook
 from .lms import lms_csv, unmatched
-from .notebook import grade_notebook, not_graded
 from .runs import NOTEBOOK_TIMEOUT
-from .sandbox import LibraryCopy, Limits, require_bwrap
-from .sheet_rows import clean_text
+from .sandbox import Limits, require_bwrap
 from .similarity import DEFAULT_THRESHOLD, SIMILARITY_COLUMNS, flag_similar, similar_pairs
-from .stubs import stubs_for
-from .submissions import Submission, assignment_for, collect_submissions, read_roster, roster_rows
+from .submissions import Submission, collect_submissions, read_roster, roster_rows
 
 __all__ = ["find_submissions", "grade_folder"]
 
@@ -37,58 +34,6 @@ def find_submissions(folder: str | Path, roster: dict[str, str] | None = None) -
     """``(student, notebook)`` for every notebook that will be graded under ``folder``, sorted: one per student and
     assignment (see :func:`~transformer_lib.classroom.submissions.collect_submissions`)."""
     return [(s.student, s.path) for s in collect_submissions(folder, roster)]
-
-
-def _grade_one(submission: Submission, library: LibraryCopy | None, options: dict[str, Any]) -> GradedNotebook:
-    """:func:`grade_notebook`, and failed rows that say why if the grader itself fails on this notebook: one
-    notebook never stops the class's grading."""
-    try:
-        return grade_notebook(submission.path, submission.student, library=library, **options)
-    except Exception as e:  # the grader's own failure: a bug, or a submission it was not ready for
-        unsandboxed = bool(options.get("unsandboxed"))
-        graded = GradedNotebook(submission.student, submission.path.stem, submission.path, unsandboxed=unsandboxed)
-        assignment = assignment_for(submission.path)
-        reason = clean_text(f"{type(e).__name__}: {e}")[:300]
-        not_graded(
-            graded,
-            assignment.exercises if assignment is not None else (),
-            f"The grader failed on this notebook ({reason}); the other notebooks were graded.",
-            "The grader could not grade this notebook: your teacher will look at it.",
-            "Tell your teacher; the note in the grades sheet says what went wrong.",
-        )
-        graded.assignment = assignment.id if assignment is not None else graded.assignment
-        return graded
-
-
-def _grade_all(
-    submissions: list[Submission], jobs: int, progress: bool, options: dict[str, Any]
-) -> list[GradedNotebook]:
-    """:func:`_grade_one` for each submission, ``jobs`` at once, with a read-only library copy per assignment
-    (checked after every notebook, removed however the grading ends)."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    from tqdm.auto import tqdm
-
-    graded_at: dict[int, GradedNotebook] = {}
-    with contextlib.ExitStack() as stack:
-        libraries: dict[str, LibraryCopy] = {}
-        for s in submissions:
-            a = assignment_for(s.path)
-            if a is not None and a.id not in libraries:
-                libraries[a.id] = LibraryCopy(stubs=stubs_for(a.id))
-                stack.callback(libraries[a.id].cleanup)
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=jobs))  # (left before the copies are removed)
-        bar = stack.enter_context(tqdm(total=len(submissions), desc="grading", unit="notebook", disable=not progress))
-        futures = {
-            pool.submit(_grade_one, s, libraries.get(a.id) if (a := assignment_for(s.path)) else None, options): i
-            for i, s in enumerate(submissions)
-        }
-        for future in as_completed(futures):
-            i = futures[future]
-            graded_at[i] = future.result()
-            bar.set_postfix_str(f"{submissions[i].student}/{submissions[i].path.name}")
-            bar.update()
-    return [graded_at[i] for i in range(len(submissions))]
 
 
 def _default_templates() -> Path | None:
@@ -111,9 +56,11 @@ def _submissions(folder: str | Path, roster: str | Path | None) -> list[Submissi
     return submissions
 
 
-def _check_options(jobs: int, similarity_threshold: float) -> None:
+def _check_options(jobs: int, similarity_threshold: float, scheduler: str | None) -> None:
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, got {jobs!r}")
+    if scheduler is not None and (not isinstance(scheduler, str) or "://" not in scheduler):
+        raise ValueError(f"scheduler: expected a Dask scheduler's address such as tcp://host:8786, got {scheduler!r}")
     if isinstance(similarity_threshold, bool) or not 0 < similarity_threshold <= 1:
         raise ValueError(f"similarity_threshold: expected a number in (0, 1], got {similarity_threshold!r}")
 
@@ -152,22 +99,26 @@ def grade_folder(
     limits: Limits | None = None,
     unsandboxed: bool = False,
     notebook_timeout: float = NOTEBOOK_TIMEOUT,
+    scheduler: str | None = None,
+    worker_peaks: dict[str, float] | None = None,
 ) -> list[GradedNotebook]:
-    """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS
-    names and ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the
-    feedback files and the checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`;
-    ``templates`` is the folder of the handed-out notebooks, default ``book/assignments``). ``jobs`` notebooks
-    run at once, each in its own kernel. Returns what was graded, sorted by student and file; ``written``, if
-    given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"`` or ``"canvas"``) also writes
-    ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors every file written with an
-    HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside the output folder).
-    Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more) go to
-    ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits``, ``unsandboxed`` and
+    """Grade every notebook under ``folder`` (student folders or LMS file names; ``roster``, a CSV, maps LMS names and
+    ids to students) and write the gradebook: the CSV ``out``, the totals and answers sheets, the feedback files and the
+    checksum manifest (see :func:`~transformer_lib.classroom.gradebook.write_gradebook`; ``templates`` is the folder
+    of the handed-out notebooks, default ``book/assignments``). Each notebook is a task on the Dask ``scheduler``
+    (an address such as ``tcp://host:8786``; its workers check their own sandbox) or, by default, on an embedded
+    cluster of ``jobs`` worker processes; ``workers.csv`` next to ``out`` says which worker graded which notebook,
+    and ``worker_peaks``, if given, receives each worker's peak memory (MB). Returns what was graded, sorted by
+    student and file; ``written``, if given, receives ``{path: sha256}`` of the files written. ``lms`` (``"moodle"``
+    or ``"canvas"``) also writes ``<out>_<lms>.csv`` for that LMS's grade import (:mod:`.lms`); ``key_file`` anchors
+    every file written with an HMAC keyed by it (:mod:`.sheets`; the key is created if missing and must lie outside
+    the output folder). Pairs of near-identical solutions (:mod:`.similarity`, at ``similarity_threshold`` or more)
+    go to ``similarity.csv`` next to ``out`` and are flagged on both students' rows. ``limits``, ``unsandboxed`` and
     ``notebook_timeout``: see :func:`grade_notebook` (:class:`~.sandbox.SandboxUnavailable` is raised before
     anything is graded). A notebook the grader itself fails on gets failed rows that say so; the others are graded
     and the sheets written all the same."""
-    _check_options(jobs, similarity_threshold)
-    if not unsandboxed:
+    _check_options(jobs, similarity_threshold, scheduler)
+    if not unsandboxed and scheduler is None:  # (a teacher's workers each check their own)
         require_bwrap()
     key = sheets.load_key(key_file, Path(out).parent) if key_file is not None else None  # before hours of grading
     roster_table = roster_rows(roster) if roster is not None else None
@@ -183,14 +134,20 @@ def grade_folder(
         unsandboxed=unsandboxed,
         notebook_timeout=notebook_timeout,
     )
-    graded = _grade_all(submissions, jobs, progress, options)
+    on_workers = grade_on_cluster(
+        submissions, options, scheduler=scheduler, jobs=jobs, progress=progress, peaks=worker_peaks
+    )
+    graded = [g.notebook for g in on_workers]
     for g, s, digest in zip(graded, submissions, digests, strict=True):
-        g.student, g.sha256, g.notes = s.student, digest, [*g.notes, *s.notes]
+        g.student, g.path, g.sha256, g.notes = s.student, s.path, digest, [*g.notes, *s.notes]
         g.file_name = s.path.relative_to(folder).as_posix() if Path(folder) in s.path.parents else s.path.name
     templates = templates if templates is not None else _default_templates()
     pairs = similar_pairs(graded, templates, similarity_threshold)
     flag_similar(graded, pairs)
-    extra = {out.with_name("similarity.csv"): csv_text(SIMILARITY_COLUMNS, pairs)}
+    extra = {
+        out.with_name("similarity.csv"): csv_text(SIMILARITY_COLUMNS, pairs),
+        out.with_name("workers.csv"): csv_text(WORKER_COLUMNS, worker_rows(on_workers, [g.file_name for g in graded])),
+    }
     if lms is not None:
         extra[out.with_name(f"{out.stem}_{lms}.csv")] = _lms_file(lms, out, graded, roster_table)
     files = write_gradebook(

@@ -17,7 +17,9 @@ and the file's SHA-256; a totals sheet; the written answers), one markdown feedb
 (``feedback/<student>.md`` next to the CSV unless ``--feedback`` says otherwise) and a checksum manifest.
 
 Where each step lives: this module is the command line (:func:`main`); :mod:`.folder` grades a class's folder
-(:func:`~.folder.grade_folder`), :mod:`.notebook` one notebook (:func:`~.notebook.grade_notebook`), :mod:`.runs` runs
+(:func:`~.folder.grade_folder`), :mod:`.cluster` sends its notebooks to Dask workers (an embedded ``LocalCluster`` of
+``--jobs`` processes, or the cluster of ``--scheduler``), :mod:`.gradescope` is the Gradescope autograder
+(``tl-grade gradescope``), :mod:`.notebook` one notebook (:func:`~.notebook.grade_notebook`), :mod:`.runs` runs
 it until each exercise has a verdict (the verdict itself is the check replayed here, :func:`~.runs.verdict`), and
 :mod:`.sandbox` (with :mod:`.bwrap` and :mod:`.limits`) is where its kernel runs. The names used before the split
 are all importable from here.
@@ -99,6 +101,7 @@ from pathlib import Path
 
 from . import sheets
 from .checks import DEFAULT_TIME_LIMIT
+from .cluster import ClusterUnavailable
 from .folder import find_submissions, grade_folder
 from .gradebook import feedback_markdown, write_csv
 from .graded import GradedNotebook
@@ -212,7 +215,19 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="time limit per call of a student's function inside a check (default: %(default)s)",
     )
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: %(default)s)")
-    parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: %(default)s)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks graded at once on this machine: the worker processes of an embedded Dask cluster "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the Dask cluster of this scheduler (e.g. tcp://host:8786; started with `dask scheduler` and "
+        "`dask worker ADDRESS`, or dask-jobqueue) instead of on this machine; each worker grades in its own sandbox",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -289,11 +304,15 @@ def _summary(args: argparse.Namespace, graded: list[GradedNotebook], written: di
 
 def main(argv: list[str] | None = None) -> int:
     """``tl-grade``: grade a folder of submissions and write the gradebook (see the module's docstring), or run
-    ``tl-grade verify`` / ``tl-grade totals`` (:mod:`.sheets`). Returns the exit status: 0, or 2 for a usage
-    problem (a missing folder, a bad option, no sandbox)."""
+    ``tl-grade verify`` / ``tl-grade totals`` (:mod:`.sheets`) or ``tl-grade gradescope`` (:mod:`.gradescope`).
+    Returns the exit status: 0, or 2 for a usage problem (a missing folder, a bad option, no sandbox, no scheduler)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["verify"], ["totals"]):  # tl-grade verify ..., tl-grade totals ...
         return sheets.main(argv)
+    if argv[:1] == ["gradescope"]:  # tl-grade gradescope ASSIGNMENT --out autograder.zip
+        from . import gradescope
+
+        return gradescope.main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.no_sandbox and os.geteuid() == 0 and not args.allow_root_without_sandbox:
@@ -329,8 +348,9 @@ def main(argv: list[str] | None = None) -> int:
             similarity_threshold=args.similarity,
             limits=Limits(args.memory_mb, args.processes, args.file_mb, args.cpu_seconds, args.output_mb),
             unsandboxed=args.no_sandbox,
+            scheduler=args.scheduler,
         )
-    except (FileNotFoundError, NotADirectoryError, ValueError, SandboxUnavailable) as e:
+    except (FileNotFoundError, NotADirectoryError, ValueError, SandboxUnavailable, ClusterUnavailable) as e:
         print(e, file=sys.stderr)
         return 2
     _summary(args, graded, written)

@@ -85,6 +85,8 @@ def _gather(graded: GradedNotebook, notebook: NotebookRun, flags: dict[str, list
     """Copy the run's verdicts (a failed row for an exercise it did not reach), its flags, notes and problems into
     ``graded``."""
     graded.notes += notebook.limit_notes + ([UNSANDBOXED_NOTE] if graded.unsandboxed else [])
+    if notebook.stopped_at_deadline:  # in the row's note too, whether or not its exercises were graded by then
+        graded.notes.append(notebook.deadline_note())
     for ex in notebook.assignment.exercises:
         result = (
             notebook.results[ex.name]

@@ -101,7 +101,7 @@ class NotebookRun:
     """One notebook's kernels, run until each exercise of ``assignment`` has a result or nothing more can run.
     ``code`` is the student's code cells ``(number in the notebook, source)``, ``defined`` the code cells (indices
     into ``code``) that bind each top-level name; :meth:`run` fills ``results``, ``errors`` (cell number -> what
-    went wrong there), ``notes`` and ``limit_notes``."""
+    went wrong there), ``notes``, ``limit_notes`` and ``stopped_at_deadline``."""
 
     assignment: Assignment
     code: list[tuple[int, str]]
@@ -121,6 +121,15 @@ class NotebookRun:
     left_out: set[int] = field(default_factory=set)  # cells a fresh kernel must not run: hung, killed it, timed out
     notes: list[str] = field(default_factory=list)
     limit_notes: list[str] = field(default_factory=list)
+    stopped_at_deadline: bool = False  # its kernel was stopped at the notebook's deadline (the row's note says so)
+
+    def deadline_note(self) -> str:
+        """What the problems and the row's note say of a notebook whose kernel was stopped at its deadline."""
+        return (
+            f"Grading this notebook reached its deadline ({self.notebook_timeout:g} s in all, "
+            f"--notebook-timeout; {self.cell_timeout:g} s per cell, --timeout): its kernel was stopped, and the "
+            "exercises not graded by then fail."
+        )
 
     def run(self) -> None:
         """Run kernels until every exercise has a result, or one stops for good."""
@@ -202,11 +211,8 @@ class NotebookRun:
             return False
         how, key = run.stopped
         if how == "deadline":
-            self.notes.append(
-                f"Grading this notebook reached its deadline ({self.notebook_timeout:g} s in all, "
-                f"--notebook-timeout; {self.cell_timeout:g} s per cell, --timeout): its kernel was stopped, and the "
-                "exercises not graded by then fail."
-            )
+            self.notes.append(self.deadline_note())
+            self.stopped_at_deadline = True
             return False
         if key == SETUP_KEY or key is None:
             self.notes.append("The kernel died while starting.")

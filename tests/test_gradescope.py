@@ -1,0 +1,171 @@
+"""The Gradescope autograder (transformer_lib.classroom.gradescope): the zip Gradescope asks for, and its
+run_autograder in the real /autograder layout grading an honest, a wrong and two attacking submissions."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lib.classroom import gradescope, sandbox
+from transformer_lib.classroom.registry import ASSIGNMENTS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))
+from make_submissions import solved  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "submissions"
+needs_bwrap = pytest.mark.skipif(bool(sandbox.bwrap_problem()), reason=sandbox.bwrap_problem() or "bwrap works")
+ASSIGNMENT = "03_attention"
+POINTS = ASSIGNMENTS[ASSIGNMENT].max_points
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory):
+    """The zip, built once (with this project's wheel, built from the repository)."""
+    return gradescope.build_autograder(ASSIGNMENT, tmp_path_factory.mktemp("zip") / "autograder.zip")
+
+
+def test_the_zip_holds_what_gradescope_runs(autograder):
+    with zipfile.ZipFile(autograder) as z:
+        names = set(z.namelist())
+        setup = z.read("setup.sh").decode()
+        run = z.read("run_autograder").decode()
+        modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
+    (wheel,) = [n for n in names if n.endswith(".whl")]
+    assert wheel.startswith("transformer_lib-0.1.0-") and {"constraints.txt", f"templates/{ASSIGNMENT}.ipynb"} <= names
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
+    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in setup
+    assert f'"/autograder/source/{wheel}[classroom]"' in setup and "bubblewrap" in setup
+    assert f"transformer_lib.classroom.gradescope run \\\n    {ASSIGNMENT}" in run
+    with pytest.raises(ValueError, match=r"assignment: expected one of 01_tokenizer.*got '03_attn'"):
+        gradescope.build_autograder("03_attn", autograder.parent / "x.zip")
+
+
+def _with_cell(source_student: str, code: str) -> nbformat.NotebookNode:
+    """The fixture's notebook of ``source_student`` with ``code`` appended as the last code cell."""
+    nb = nbformat.read(FIXTURES / source_student / f"{ASSIGNMENT}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(code))
+    return nb
+
+
+# writes a full score where Gradescope reads it, wherever the grader lives
+WRITES_RESULTS = """
+import json, os
+for root in ({root!r}, '/autograder'):
+    try:
+        os.makedirs(root + '/results', exist_ok=True)
+        json.dump({{'score': 1000, 'tests': []}}, open(root + '/results/results.json', 'w'))
+        print('wrote', root)
+    except OSError as e:
+        print('could not write', root, e)
+"""
+
+# takes the unstubbed reference out of the grader's wheel (zipimport) as its answer
+READS_CHECKS = """
+import glob, sys
+wheels = glob.glob({root!r} + '/source/*.whl') + glob.glob('/autograder/source/*.whl')
+print('found', wheels, glob.glob({root!r} + '/*'))
+if wheels:
+    for name in [m for m in sys.modules if m.startswith('transformer_lib')]:
+        del sys.modules[name]
+    sys.path.insert(0, wheels[0])
+    from transformer_lib.attention import scaled_dot_product_attention
+"""
+
+
+@pytest.fixture
+def layout(tmp_path):
+    """The /autograder layout (the real one when it is free, else under tmp_path), removed afterwards."""
+    root = Path("/autograder")
+    if root.exists() or os.geteuid() != 0:
+        root = tmp_path / "autograder"
+    root.mkdir()
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(autograder: Path, root: Path, nb: nbformat.NotebookNode) -> dict:
+    """Unzip the autograder into root/source, hand in ``nb``, run run_autograder, read results.json."""
+    for folder in ("source", "submission", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+        (root / folder).mkdir()
+    with zipfile.ZipFile(autograder) as z:
+        z.extractall(root / "source")
+    (root / "source" / "run_autograder").chmod(0o755)
+    nbformat.write(nb, root / "submission" / "my work (final).ipynb")
+    env = {**os.environ, "TL_AUTOGRADER_PYTHON": sys.executable, "TL_AUTOGRADER_ROOT": str(root)}
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=900, cwd=root
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_run_autograder_scores_honest_wrong_and_attacking_submissions(autograder, layout):
+    honest = _run(autograder, layout, nbformat.read(FIXTURES / "alice" / f"{ASSIGNMENT}.ipynb", as_version=4))
+    exercises = [ex.name for ex in ASSIGNMENTS[ASSIGNMENT].exercises]
+    scored = [t for t in honest["tests"] if "score" in t]
+    assert [t["name"].split(" ")[0] for t in scored] == exercises
+    assert all(t.keys() >= {"name", "score", "max_score", "output", "visibility"} for t in scored)
+    assert honest["score"] == sum(t["score"] for t in scored) == POINTS, honest
+    written = [t for t in honest["tests"] if "score" not in t]
+    assert written and all(t["name"].startswith("Written answer") and t["max_score"] == 0 for t in written)
+
+    wrong = _run(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
+    assert wrong["score"] < POINTS and not all(t["score"] == t["max_score"] for t in wrong["tests"] if "score" in t)
+
+    writer = _run(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
+    assert writer["score"] == wrong["score"], writer  # its own results.json is not what Gradescope reads
+
+    reader = _run(autograder, layout, _with_cell("bob", READS_CHECKS.format(root=str(layout))))
+    assert reader["score"] == wrong["score"], reader  # the grader's wheel is not in the kernel's world
+    assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
+
+
+def _in_process(autograder: Path, root: Path, nb: nbformat.NotebookNode) -> dict:
+    """As :func:`_run`, but run_autograder called here (so that a test can take bubblewrap away)."""
+    for folder in ("source", "submission", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+        (root / folder).mkdir()
+    with zipfile.ZipFile(autograder) as z:
+        z.extractall(root / "source")
+    nbformat.write(nb, root / "submission" / f"{ASSIGNMENT}.ipynb")
+    gradescope.run_autograder(ASSIGNMENT, root)
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to nobody needs root, as in Gradescope's container")
+def test_without_bubblewrap_the_kernel_runs_as_nobody_and_cannot_reach_the_grader(autograder, layout, monkeypatch):
+    """Gradescope's container may forbid bubblewrap's namespaces: the kernel then runs as nobody, and the attacks
+    that write the results or load the reference from the grader's wheel still change nothing."""
+    monkeypatch.setattr(gradescope, "bwrap_problem", lambda: "bwrap cannot build a sandbox here (no namespaces)")
+    honest = _in_process(autograder, layout, solved(ASSIGNMENT))
+    assert honest["score"] == POINTS and "ran as an unprivileged user, without bubblewrap" in honest["output"]
+    wrong = _in_process(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
+    assert wrong["score"] < POINTS
+    writer = _in_process(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
+    assert writer["score"] == wrong["score"], writer
+    reader = _in_process(autograder, layout, _with_cell("bob", READS_CHECKS.format(root=str(layout))))
+    assert reader["score"] == wrong["score"], reader
+    assert "JUPYTER_PATH" not in os.environ or "tl-unprivileged" not in os.environ["JUPYTER_PATH"]
+
+
+def test_run_autograder_without_a_notebook_says_so(tmp_path):
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "answers.pdf").write_bytes(b"%PDF")
+    results = gradescope.run_autograder(ASSIGNMENT, tmp_path)
+    assert results["score"] == 0 and results["tests"] == []
+    assert f"No .ipynb file in the submission: upload {ASSIGNMENT}.ipynb." == results["output"]
+    assert json.loads((tmp_path / "results" / "results.json").read_text()) == results

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -823,3 +824,62 @@ def test_multi_head_projections_of_another_width_fail_with_a_note(sol):
 
     for result in _graded("check_multi_head_attention", MultiHead=Narrow):
         assert not result.passed and result.summary.startswith("self.w_k: expected nn.Linear(d_model, d_model)"), result
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The class's worst student (issue 43): each attack below was seen to succeed before its fix
+# --------------------------------------------------------------------------------------------------------------
+def test_a_float64_answer_neither_passes_nor_earns_all_the_points(sol):
+    """Attention that computes in float64 and returns float64 for float32 inputs: passed=0 with 10 of 10 points
+    before (every part passed, the check failed on the dtype); now a row's passed and its points agree."""
+    from transformer_lib.classroom.graded import GradedNotebook
+    from transformer_lib.classroom.sheet_rows import exercise_rows
+
+    def attention(q, k, v, mask=None):
+        out, weights = sol["attention"](q.double(), k.double(), v.double(), mask)
+        return out, weights
+
+    _, result = _graded("check_attention", attention=attention)
+    assert not result.passed and result.parts and all(result.parts.values()), result
+    graded = GradedNotebook("f64", "03_attention", Path("03_attention.ipynb"), results=[result])
+    rows = [r for r in exercise_rows([graded]) if r["exercise"] == "attention"]
+    assert [(r["passed"], r["points"] == r["max_points"]) for r in rows] == [(0, False)], rows
+
+
+_FORGED_TEXT = (
+    "＝HYPERLINK(\"http://evil.example\")",
+    "\u200b=1+1",
+    "\u202e=cmd|' /C calc'!A0",
+    "\u3000@SUM(A1)",
+    "ok\n| attention | PASS | 10/10 |\n<img src=\"http://evil.example/beacon.png\"> <!-- ",
+)
+
+
+def test_text_cannot_forge_a_sheet_formula_or_a_feedback_row(tmp_path):
+    """A student's message (an exception text, a folder name) reaches the sheets and feedback.md. Before: `=` was
+    neutralised, but `＝`, a zero-width or bidi mark, or a wide space before `=`/`@` passed; markdown and HTML went
+    into feedback.md as they were (a fake PASS row, an <img> beacon, an open <!-- that hid the rest)."""
+    from transformer_lib.classroom.feedback import feedback_markdown
+    from transformer_lib.classroom.gradebook import csv_text
+    from transformer_lib.classroom.graded import GradedNotebook
+
+    results = [
+        CheckResult("attention", False, text, details=text + "\n```\n<b>out</b>", hints=(text, text))
+        for text in _FORGED_TEXT
+    ]
+    graded = GradedNotebook(_FORGED_TEXT[0], "03_attention", Path("x.ipynb"), results=results, problems=[*_FORGED_TEXT])
+    graded.notes, graded.file_name = list(_FORGED_TEXT), _FORGED_TEXT[4]
+    text = csv_text(["student", "message"], [{"student": t, "message": t} for t in _FORGED_TEXT])
+    for row in csv.DictReader(text.splitlines()):
+        for cell in row.values():
+            assert cell.startswith("'") or cell.startswith("ok"), row
+            assert not any(c in cell for c in "\u200b\u202e\u3000"), row
+    md = feedback_markdown(graded.student, [graded])
+    fenced = r"^(`{3,})text\n.*?^\1$"  # a code block shows its text as it is
+    prose = re.sub(fenced, "", md, flags=re.MULTILINE | re.DOTALL)
+    assert len(re.findall(fenced, md, flags=re.MULTILINE | re.DOTALL)) == len(results), md
+    assert "<img" not in prose and "<!--" not in prose and "<b>" not in prose, prose
+    table = [line for line in prose.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(results), table  # the header, its rule and one row per result: nothing forged
+    fences = [line for line in md.splitlines() if line.startswith("```") and line.endswith("text")]
+    assert len(fences) == len(results) and all(f == "````text" for f in fences), fences  # longer than the ``` inside: not closed early

@@ -883,3 +883,58 @@ def test_text_cannot_forge_a_sheet_formula_or_a_feedback_row(tmp_path):
     assert len(table) == 2 + len(results), table  # the header, its rule and one row per result: nothing forged
     fences = [line for line in md.splitlines() if line.startswith("```") and line.endswith("text")]
     assert len(fences) == len(results) and all(f == "````text" for f in fences), fences  # longer than the ``` inside: not closed early
+
+
+def _listening(path: Path) -> tuple[list[str], threading.Event, threading.Thread]:
+    """A Unix socket of the host's at ``path`` that counts who connects to it (until the event is set)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(64)
+    server.settimeout(0.2)
+    reached: list[str] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        with server:
+            while not stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                    reached.append("connected")
+                    conn.close()
+                except OSError:
+                    continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    return reached, stop, thread
+
+
+REDIRECT = """
+import os, time
+from ipykernel.kernelapp import IPKernelApp
+app = IPKernelApp.instance()
+for port in (app.stdin_port, app.iopub_port, app.hb_port):
+    path = f"{app.ip}-{port}"
+    os.rename(path, path + ".old")
+    os.symlink(HOST, path)
+app.kernel.stdin_socket.close(linger=0)  # the grader's end reconnects: to the link, if it follows it
+time.sleep(3)
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_the_grader_never_follows_a_link_the_kernel_made_to_a_host_socket(tmp_path):
+    """A kernel replaced its stdin socket with a link to a Unix socket of the host; the grader, which reached the
+    sandbox's sockets through /proc/PID/root, followed it and connected to the host's socket (51-53 times in a run).
+    Now it opens each socket once, without following a link, and connects through that descriptor."""
+    host = tmp_path / "host.sock"
+    reached, stop, thread = _listening(host)
+    nbformat.write(_with_cell("04_masks", f"HOST = {str(host)!r}\n" + REDIRECT), tmp_path / "04_masks.ipynb")
+    try:
+        g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "redirect", cell_timeout=30)
+    finally:
+        stop.set()
+        thread.join()
+    assert reached == [], f"the grader connected to the host's socket {len(reached)} times"
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)

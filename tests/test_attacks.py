@@ -938,3 +938,46 @@ def test_the_grader_never_follows_a_link_the_kernel_made_to_a_host_socket(tmp_pa
         thread.join()
     assert reached == [], f"the grader connected to the host's socket {len(reached)} times"
     assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+
+
+HOARD = """
+import ctypes, mmap, os
+held, chunk = [], b"x" * (1 << 20)
+def hoard_memfd():
+    for i in range(20):  # 20 files of 32 MB (each under the file-size limit), never mapped
+        fd = os.memfd_create(f"hoard{i}")
+        for _ in range(32):
+            os.write(fd, chunk)
+        held.append(32)
+def hoard_sysv():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    for _ in range(20):  # 20 segments of 32 MB, filled, then detached: they stay in the IPC namespace
+        sid = libc.shmget(0, 32 << 20, 0o1600)
+        if sid < 0:
+            raise OSError(ctypes.get_errno(), "shmget")
+        address = libc.shmat(sid, None, 0)
+        ctypes.memset(address, 1, 32 << 20)
+        libc.shmdt(ctypes.c_void_p(address))
+        held.append(32)
+for hoard in (hoard_memfd, hoard_sysv):
+    try:
+        hoard()
+    except OSError:
+        pass
+if sum(held) > 512:
+    raise RuntimeError(f"HELD {sum(held)} MB outside the limits")
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_memfd_and_sysv_shared_memory_are_bounded(tmp_path):
+    """24 os.memfd_create files of 192 MB each added 4.6 GB of host memory: no limit counted them (neither the heap
+    nor the address space; only each file's size). SysV shared memory filled and detached is the same. Scaled
+    down here: 640 MB of each against a 512 MB memory limit."""
+    nbformat.write(_with_cell("04_masks", HOARD), tmp_path / "04_masks.ipynb")
+    limits = sandbox.Limits(memory_mb=512, file_mb=32)
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "hoarder", cell_timeout=60, limits=limits)
+    assert not any("HELD" in p for p in g.problems), g.problems
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)

@@ -45,7 +45,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 
 from .bwrap import ENVIRONMENT, bwrap_command, fresh_uid, is_root
-from .limits import ADDRESS_SLACK_MB, Limits, memory_accounting
+from .limits import ADDRESS_SLACK_MB, Limits, memory_accounting, seccomp_filter, seccomp_pipe
 from .stubs import LibraryCopy  # what a kernel imports (re-exported: it is part of a sandbox)
 
 __all__ = [
@@ -176,6 +176,7 @@ class Sandbox:
         self.token = os.urandom(12).hex()
         self._info_read, self.info_fd = os.pipe()  # bwrap writes its child's pid here (passed to bwrap alone)
         self._pid: int | None = None  # the sandbox's first process (link_sockets)
+        self.seccomp_fd = seccomp_pipe() if not unsandboxed and seccomp_filter() else -1  # read by bwrap alone
         self._socket_fds: dict[str, int] = {}  # the kernel's sockets, opened without following a link (socket_url)
         self._read, self._write = os.pipe()
         self._kept = bytearray()
@@ -218,15 +219,18 @@ class Sandbox:
             return self.limits.prlimit() + kernel
         if is_root() and os.path.exists(self.connection_file):
             os.chown(self.connection_file, self.uid, self.uid)
-        return bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd)
+        seccomp = self.seccomp_fd if self.seccomp_fd >= 0 else None
+        return bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd, seccomp)
 
     def link_sockets(self, timeout: float = 60) -> None:
         """Once bubblewrap has started: learn the pid of the sandbox's first process, through whose
         ``/proc/<pid>/root`` the grader reaches the sockets the kernel binds (:meth:`socket_url`)."""
         if self.unsandboxed or self.info_fd < 0:
             return
-        os.close(self.info_fd)  # bwrap has its own copy: the pipe ends when bwrap writes, or fails
-        self.info_fd = -1
+        for fd in (self.info_fd, self.seccomp_fd):  # bwrap has its own copies: the info pipe ends when bwrap writes
+            if fd >= 0:
+                os.close(fd)
+        self.info_fd = self.seccomp_fd = -1
         said, end = b"", time.monotonic() + timeout
         while b"}" not in said and (left := end - time.monotonic()) > 0:
             if not select.select([self._info_read], [], [], left)[0] or not (chunk := os.read(self._info_read, 4096)):
@@ -273,7 +277,7 @@ class Sandbox:
             if not n:
                 break
             time.sleep(0.05)
-        for fd in (self._write, self._info_read, self.info_fd, *self._socket_fds.values()):
+        for fd in (self._write, self._info_read, self.info_fd, self.seccomp_fd, *self._socket_fds.values()):
             if fd >= 0:
                 os.close(fd)
         self._reader.join(timeout=5)
@@ -327,7 +331,8 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         if self.sandbox is not None and not self.sandbox.unsandboxed:
-            kw["pass_fds"] = (self.sandbox.info_fd,)  # to bwrap alone (it makes Popen close every other descriptor)
+            kw["pass_fds"] = tuple(fd for fd in (self.sandbox.info_fd, self.sandbox.seccomp_fd) if fd >= 0)  # to bwrap
+            # alone (it makes Popen close every other descriptor)
         await super()._async_launch_kernel(kernel_cmd, **kw)
         if self.sandbox is not None:
             self.sandbox.link_sockets()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -777,3 +778,160 @@ def test_multi_head_projections_of_another_width_fail_with_a_note(sol):
 
     for result in _graded("check_multi_head_attention", MultiHead=Narrow):
         assert not result.passed and result.summary.startswith("self.w_k: expected nn.Linear(d_model, d_model)"), result
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The class's worst student (issue 43): each attack below was seen to succeed before its fix
+# --------------------------------------------------------------------------------------------------------------
+def test_a_float64_answer_neither_passes_nor_earns_all_the_points(sol):
+    """Attention that computes in float64 and returns float64 for float32 inputs: passed=0 with 10 of 10 points
+    before (every part passed, the check failed on the dtype); now a row's passed and its points agree."""
+    from transformer_lib.classroom.graded import GradedNotebook
+    from transformer_lib.classroom.sheet_rows import exercise_rows
+
+    def attention(q, k, v, mask=None):
+        out, weights = sol["attention"](q.double(), k.double(), v.double(), mask)
+        return out, weights
+
+    _, result = _graded("check_attention", attention=attention)
+    assert not result.passed and result.parts and all(result.parts.values()), result
+    graded = GradedNotebook("f64", "03_attention", Path("03_attention.ipynb"), results=[result])
+    rows = [r for r in exercise_rows([graded]) if r["exercise"] == "attention"]
+    assert [(r["passed"], r["points"] == r["max_points"]) for r in rows] == [(0, False)], rows
+
+
+_FORGED_TEXT = (
+    "＝HYPERLINK(\"http://evil.example\")",
+    "\u200b=1+1",
+    "\u202e=cmd|' /C calc'!A0",
+    "\u3000@SUM(A1)",
+    "ok\n| attention | PASS | 10/10 |\n<img src=\"http://evil.example/beacon.png\"> <!-- ",
+)
+
+
+def test_text_cannot_forge_a_sheet_formula_or_a_feedback_row(tmp_path):
+    """A student's message (an exception text, a folder name) reaches the sheets and feedback.md. Before: `=` was
+    neutralised, but `＝`, a zero-width or bidi mark, or a wide space before `=`/`@` passed; markdown and HTML went
+    into feedback.md as they were (a fake PASS row, an <img> beacon, an open <!-- that hid the rest)."""
+    from transformer_lib.classroom.feedback import feedback_markdown
+    from transformer_lib.classroom.gradebook import csv_text
+    from transformer_lib.classroom.graded import GradedNotebook
+
+    results = [
+        CheckResult("attention", False, text, details=text + "\n```\n<b>out</b>", hints=(text, text))
+        for text in _FORGED_TEXT
+    ]
+    graded = GradedNotebook(_FORGED_TEXT[0], "03_attention", Path("x.ipynb"), results=results, problems=[*_FORGED_TEXT])
+    graded.notes, graded.file_name = list(_FORGED_TEXT), _FORGED_TEXT[4]
+    text = csv_text(["student", "message"], [{"student": t, "message": t} for t in _FORGED_TEXT])
+    for row in csv.DictReader(text.splitlines()):
+        for cell in row.values():
+            assert cell.startswith("'") or cell.startswith("ok"), row
+            assert not any(c in cell for c in "\u200b\u202e\u3000"), row
+    md = feedback_markdown(graded.student, [graded])
+    fenced = r"^(`{3,})text\n.*?^\1$"  # a code block shows its text as it is
+    prose = re.sub(fenced, "", md, flags=re.MULTILINE | re.DOTALL)
+    assert len(re.findall(fenced, md, flags=re.MULTILINE | re.DOTALL)) == len(results), md
+    assert "<img" not in prose and "<!--" not in prose and "<b>" not in prose, prose
+    table = [line for line in prose.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(results), table  # the header, its rule and one row per result: nothing forged
+    fences = [line for line in md.splitlines() if line.startswith("```") and line.endswith("text")]
+    assert len(fences) == len(results) and all(f == "````text" for f in fences), fences  # longer than the ``` inside: not closed early
+
+
+def _listening(path: Path) -> tuple[list[str], threading.Event, threading.Thread]:
+    """A Unix socket of the host's at ``path`` that counts who connects to it (until the event is set)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(64)
+    server.settimeout(0.2)
+    reached: list[str] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        with server:
+            while not stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                    reached.append("connected")
+                    conn.close()
+                except OSError:
+                    continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    return reached, stop, thread
+
+
+REDIRECT = """
+import os, time
+from ipykernel.kernelapp import IPKernelApp
+app = IPKernelApp.instance()
+for port in (app.stdin_port, app.iopub_port, app.hb_port):
+    path = f"{app.ip}-{port}"
+    os.rename(path, path + ".old")
+    os.symlink(HOST, path)
+app.kernel.stdin_socket.close(linger=0)  # the grader's end reconnects: to the link, if it follows it
+time.sleep(3)
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_the_grader_never_follows_a_link_the_kernel_made_to_a_host_socket(tmp_path):
+    """A kernel replaced its stdin socket with a link to a Unix socket of the host; the grader, which reached the
+    sandbox's sockets through /proc/PID/root, followed it and connected to the host's socket (51-53 times in a run).
+    Now it opens each socket once, without following a link, and connects through that descriptor."""
+    host = tmp_path / "host.sock"
+    reached, stop, thread = _listening(host)
+    nbformat.write(_with_cell("04_masks", f"HOST = {str(host)!r}\n" + REDIRECT), tmp_path / "04_masks.ipynb")
+    try:
+        g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "redirect", cell_timeout=30)
+    finally:
+        stop.set()
+        thread.join()
+    assert reached == [], f"the grader connected to the host's socket {len(reached)} times"
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+
+
+HOARD = """
+import ctypes, mmap, os
+held, chunk = [], b"x" * (1 << 20)
+def hoard_memfd():
+    for i in range(20):  # 20 files of 32 MB (each under the file-size limit), never mapped
+        fd = os.memfd_create(f"hoard{i}")
+        for _ in range(32):
+            os.write(fd, chunk)
+        held.append(32)
+def hoard_sysv():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    for _ in range(20):  # 20 segments of 32 MB, filled, then detached: they stay in the IPC namespace
+        sid = libc.shmget(0, 32 << 20, 0o1600)
+        if sid < 0:
+            raise OSError(ctypes.get_errno(), "shmget")
+        address = libc.shmat(sid, None, 0)
+        ctypes.memset(address, 1, 32 << 20)
+        libc.shmdt(ctypes.c_void_p(address))
+        held.append(32)
+for hoard in (hoard_memfd, hoard_sysv):
+    try:
+        hoard()
+    except OSError:
+        pass
+if sum(held) > 512:
+    raise RuntimeError(f"HELD {sum(held)} MB outside the limits")
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_memfd_and_sysv_shared_memory_are_bounded(tmp_path):
+    """24 os.memfd_create files of 192 MB each added 4.6 GB of host memory: no limit counted them (neither the heap
+    nor the address space; only each file's size). SysV shared memory filled and detached is the same. Scaled
+    down here: 640 MB of each against a 512 MB memory limit."""
+    nbformat.write(_with_cell("04_masks", HOARD), tmp_path / "04_masks.ipynb")
+    limits = sandbox.Limits(memory_mb=512, file_mb=32)
+    g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "hoarder", cell_timeout=60, limits=limits)
+    assert not any("HELD" in p for p in g.problems), g.problems
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)

@@ -114,16 +114,24 @@ def fresh_uid() -> int:
 
 
 def bwrap_command(
-    limits: Limits, folder: str, library: Path, uid: int, kernel: list[str], info_fd: int | None = None
+    limits: Limits,
+    folder: str,
+    library: Path,
+    uid: int,
+    kernel: list[str],
+    info_fd: int | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """bwrap's command line for ``kernel`` (an argv whose interpreter is a Python): see :mod:`.sandbox`'s docstring.
     ``folder`` is the kernel's own: its ``kernel.json`` (the connection file, read-only) and ``sockets`` (a tmpfs of
-    the sandbox's) show at the same paths inside; ``info_fd`` receives bwrap's JSON (``child-pid``)."""
+    the sandbox's) show at the same paths inside; ``info_fd`` receives bwrap's JSON (``child-pid``); ``seccomp_fd``
+    holds the seccomp filter bwrap loads (:func:`~.limits.seccomp_filter`)."""
     binds, python = _python_binds(kernel[0])
     kernel = [python, *kernel[1:]]
     environment = {**ENVIRONMENT, "PATH": f"{PYTHON}/bin:/usr/bin:/bin", "PYTHONPATH": LIBRARY}
     command = ["bwrap", "--die-with-parent", "--new-session", "--clearenv"]
     command += ["--info-fd", str(info_fd)] if info_fd is not None else []
+    command += ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
     for name, value in sorted(environment.items()):
         command += ["--setenv", name, value]
     command += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]

@@ -35,6 +35,7 @@ from .sheet_rows import (
     NO_SUBMISSION,
     ROSTER_COLUMNS,
     clean_text,
+    not_a_formula,
     exercise_rows,
     graded_assignments,
     totals_from_rows,
@@ -110,9 +111,7 @@ def _cell(value: Any, lines: bool = False) -> Any:
     it shows as text (OWASP's advice against CSV injection); numbers are left alone."""
     if not isinstance(value, str):
         return value
-    value = clean_text(value, lines=lines)  # no escape sequence or carriage return: `cat` shows the rows as they are
-    formula = value[:1] in ("=", "+", "@") or value[:1] == "-" != value
-    return "'" + value if formula else value
+    return not_a_formula(clean_text(value, lines=lines))  # no escape sequence: `cat` shows the rows as they are
 
 
 def csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]], *, lines: bool = False) -> str:

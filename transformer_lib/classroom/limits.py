@@ -2,14 +2,23 @@
 
 The limits are set with ``prlimit`` on the kernel's processes (heap, address space, processes, file size, CPU time)
 and by the size of each tmpfs folder its sandbox mounts (:mod:`.bwrap`); the grader counts what it prints
-(:mod:`.kernels`). A cell that meets one fails as if it raised, and the row's note names the limit.
+(:mod:`.kernels`). Shared memory that no per-process limit counts (a ``memfd_create`` file or a SysV segment, filled
+and never mapped, or mapped and let go) cannot be made at all: a seccomp filter (:func:`seccomp_filter`, compiled
+by libseccomp, loaded by bubblewrap) refuses the system calls that create it. A cell that meets a limit fails as if
+it raised, and the row's note names the limit.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
+import functools
+import os
+import tempfile
 from dataclasses import dataclass
 
-__all__ = ["ADDRESS_SLACK_MB", "SOCKETS_BYTES", "Limits", "memory_accounting"]
+__all__ = ["ADDRESS_SLACK_MB", "SOCKETS_BYTES", "DENIED_CALLS", "Limits", "memory_accounting", "seccomp_filter"]
 
 ADDRESS_SLACK_MB = 2048  # address space a kernel may map on top of Limits.memory_mb
 SOCKETS_BYTES = 1024 * 1024  # the kernel's sockets folder: a tmpfs of its own (the sockets themselves take no room)
@@ -65,14 +74,64 @@ class Limits:
         }[which]
 
 
+# the system calls that make memory no per-process limit counts: an anonymous file in memory (memfd_create, and
+# memfd_secret) and SysV shared memory, whose segments outlive their mapping; refused with EPERM
+DENIED_CALLS = ("memfd_create", "memfd_secret", "shmget")
+_ALLOW, _ERRNO = 0x7FFF0000, 0x00050000  # libseccomp's SCMP_ACT_ALLOW and SCMP_ACT_ERRNO(0)
+
+
+@functools.cache
+def seccomp_filter() -> bytes:
+    """The compiled (classic BPF) seccomp filter that refuses :data:`DENIED_CALLS` with EPERM and allows the rest,
+    as ``bwrap --seccomp`` loads it; libseccomp writes it for this machine's architecture (and refuses the calls of
+    any other, x32 and 32-bit ones included). Empty when libseccomp cannot be loaded."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so.2", use_errno=True)
+    except OSError:
+        return b""
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    context = lib.seccomp_init(_ALLOW)
+    try:
+        for name in DENIED_CALLS:
+            number = lib.seccomp_syscall_resolve_name(name.encode())
+            if number >= 0 and lib.seccomp_rule_add(context, _ERRNO | errno.EPERM, number, 0) != 0:
+                return b""
+        with tempfile.TemporaryFile() as f:
+            if lib.seccomp_export_bpf(context, f.fileno()) != 0:
+                return b""
+            f.seek(0)
+            return f.read()
+    finally:
+        lib.seccomp_release(context)
+
+
+def seccomp_pipe() -> int:
+    """A descriptor from which bubblewrap reads :func:`seccomp_filter` (the read end of a pipe that holds it all);
+    the caller closes it once bwrap has started."""
+    read, write = os.pipe()
+    with os.fdopen(write, "wb") as f:
+        f.write(seccomp_filter())  # a few hundred bytes: far below a pipe's buffer
+    return read
+
+
 def memory_accounting() -> str:
     """What bounds a kernel's memory here, in a sentence for the start of a run. The grader takes no cgroup (a
     cgroup v2 ``memory.max`` would count every page, shared memory and tmpfs included, but needs a delegated
-    subtree: ``systemd-run --user --scope``): its limits are per process."""
+    subtree: ``systemd-run --user --scope``): its limits are per process, and the shared memory they cannot count is
+    refused by a seccomp filter."""
     limits = Limits()
+    shared = (
+        f"memfd and SysV shared memory cannot be made (seccomp refuses {', '.join(DENIED_CALLS)})"
+        if seccomp_filter()
+        else "memfd and SysV shared memory are NOT bounded (libseccomp could not be loaded: install libseccomp2)"
+    )
     return (
         "Memory: no cgroup is used, so each kernel is bounded per process: heap and private memory (--memory-mb, "
-        f"default {limits.memory_mb} MB), address space, which counts shared memory (--memory-mb + "
+        f"default {limits.memory_mb} MB), address space, which counts shared memory mapped (--memory-mb + "
         f"{ADDRESS_SLACK_MB} MB), and each of its tmpfs folders (/tmp, home, /dev/shm: --file-mb, default "
-        f"{limits.file_mb} MB; its sockets folder: {SOCKETS_BYTES // 1024 // 1024} MB)."
+        f"{limits.file_mb} MB; its sockets folder: {SOCKETS_BYTES // 1024 // 1024} MB); {shared}."
     )

@@ -48,10 +48,14 @@ class Exercise:
 
     def earned(self, result: Any) -> float:
         """The points ``result`` (a check's :class:`~.checks.CheckResult`) earns: all of them for a pass; for a
-        fail, the points of the parts the check reports as passed (``result.parts``), else 0."""
+        fail, the points of the parts the check reports as passed (``result.parts``) when it reports a part failed,
+        else 0: a fail whose every part passed failed on something no part covers (a float64 result, a wrong shape),
+        and must not earn all the points of a pass."""
         if result.passed:
             return self.points
         passed = getattr(result, "parts", None) or {}
+        if not any(passed.get(part) is False for part, _ in self.parts):
+            return 0
         return sum(points for part, points in self.parts if passed.get(part) is True)
 
     @property

@@ -32,6 +32,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -40,10 +41,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 
 from .bwrap import ENVIRONMENT, bwrap_command, fresh_uid, is_root
-from .limits import ADDRESS_SLACK_MB, Limits, memory_accounting
+from .limits import ADDRESS_SLACK_MB, Limits, memory_accounting, seccomp_filter, seccomp_pipe
 from .stubs import LibraryCopy  # what a kernel imports (re-exported: it is part of a sandbox)
 
 __all__ = [
@@ -122,6 +124,20 @@ def require_bwrap() -> None:
 # --------------------------------------------------------------------------------------------------------------
 # One kernel's sandbox
 # --------------------------------------------------------------------------------------------------------------
+def _open_no_links(root: str, names: list[str]) -> int:
+    """An ``O_PATH`` descriptor of ``root/names[0]/...``, each name opened without following a link (a link
+    anywhere on the way raises OSError: ELOOP or ENOTDIR)."""
+    fd = os.open(root, os.O_PATH | os.O_DIRECTORY)
+    for i, name in enumerate(names):
+        try:
+            flags = os.O_PATH | os.O_NOFOLLOW | (os.O_DIRECTORY if i < len(names) - 1 else 0)
+            inner = os.open(name, flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
 def kill_by_token(token: str) -> int:
     """SIGKILL every process whose environment holds ``TOKEN_VARIABLE=token``; returns how many were found."""
     needle = f"{TOKEN_VARIABLE}={token}".encode()
@@ -149,8 +165,8 @@ class Sandbox:
         self.uid = fresh_uid()
         self._tmp = tempfile.TemporaryDirectory(prefix="tl-kernel-")
         self.folder = self._tmp.name
-        # the kernel's sockets: a tmpfs of its own sandbox, which the grader reaches through a link made once the
-        # sandbox exists (link_sockets); unsandboxed, a folder of the grader's
+        # the kernel's sockets: a tmpfs of its own sandbox, which the grader reaches through /proc/<pid>/root
+        # (socket_url); unsandboxed, a folder of the grader's
         self.sockets = str(Path(self.folder, "sockets"))
         self.workdir = self.folder if not unsandboxed else str(Path(self.folder, "work"))
         if unsandboxed:
@@ -159,6 +175,9 @@ class Sandbox:
         self.connection_file = str(Path(self.folder, "kernel.json"))
         self.token = os.urandom(12).hex()
         self._info_read, self.info_fd = os.pipe()  # bwrap writes its child's pid here (passed to bwrap alone)
+        self._pid: int | None = None  # the sandbox's first process (link_sockets)
+        self.seccomp_fd = seccomp_pipe() if not unsandboxed and seccomp_filter() else -1  # read by bwrap alone
+        self._socket_fds: dict[str, int] = {}  # the kernel's sockets, opened without following a link (socket_url)
         self._read, self._write = os.pipe()
         self._kept = bytearray()
         self._reader = threading.Thread(target=self._drain, daemon=True)
@@ -200,25 +219,53 @@ class Sandbox:
             return self.limits.prlimit() + kernel
         if is_root() and os.path.exists(self.connection_file):
             os.chown(self.connection_file, self.uid, self.uid)
-        return bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd)
+        seccomp = self.seccomp_fd if self.seccomp_fd >= 0 else None
+        return bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd, seccomp)
 
     def link_sockets(self, timeout: float = 60) -> None:
-        """Once bubblewrap has started: link ``sockets`` to the sandbox's own sockets folder (through its first
-        process's ``/proc/<pid>/root``), so that the grader connects to the sockets the kernel binds there."""
+        """Once bubblewrap has started: learn the pid of the sandbox's first process, through whose
+        ``/proc/<pid>/root`` the grader reaches the sockets the kernel binds (:meth:`socket_url`)."""
         if self.unsandboxed or self.info_fd < 0:
             return
-        os.close(self.info_fd)  # bwrap has its own copy: the pipe ends when bwrap writes, or fails
-        self.info_fd = -1
+        for fd in (self.info_fd, self.seccomp_fd):  # bwrap has its own copies: the info pipe ends when bwrap writes
+            if fd >= 0:
+                os.close(fd)
+        self.info_fd = self.seccomp_fd = -1
         said, end = b"", time.monotonic() + timeout
         while b"}" not in said and (left := end - time.monotonic()) > 0:
             if not select.select([self._info_read], [], [], left)[0] or not (chunk := os.read(self._info_read, 4096)):
                 break
             said += chunk
         try:
-            pid = int(json.loads(said)["child-pid"])
+            self._pid = int(json.loads(said)["child-pid"])
         except (ValueError, KeyError, TypeError):
             return  # bwrap failed: the kernel never answers, and the run says what bwrap said
-        os.symlink(f"/proc/{pid}/root{self.sockets}", self.sockets)
+
+    def socket_url(self, name: str, timeout: float = 120) -> str:
+        """The ZeroMQ address of the kernel's socket ``name`` (``kernel-<port>`` in its sockets folder) for the
+        grader. The kernel can rename, replace or link anything in its folders, so the grader never follows a path
+        there: it walks ``/proc/<pid>/root`` one name at a time without following a link (``O_PATH | O_NOFOLLOW``),
+        keeps the socket's descriptor open and connects through ``/proc/self/fd/N``, which names that very socket
+        whatever the kernel does to its path later (ZeroMQ reconnects to it, never to a link the kernel made).
+        Waits up to ``timeout`` seconds for the kernel to bind it; OSError if it is anything but a socket."""
+        if self.unsandboxed or self._pid is None:
+            return f"ipc://{Path(self.sockets, name)}"
+        if name in self._socket_fds:
+            return f"ipc:///proc/self/fd/{self._socket_fds[name]}"
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                fd = _open_no_links(f"/proc/{self._pid}/root", [*Path(self.sockets).parts[1:], name])
+                break
+            except FileNotFoundError:
+                if time.monotonic() > end or not os.path.exists(f"/proc/{self._pid}"):
+                    raise
+                time.sleep(0.02)
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"the kernel's socket {name} is not a socket (a link?): the grader does not follow it")
+        self._socket_fds[name] = fd
+        return f"ipc:///proc/self/fd/{fd}"
 
     def close(self) -> int:
         """Kill what an unsandboxed kernel left behind (bubblewrap's PID namespace ends with its kernel); remove the
@@ -230,7 +277,7 @@ class Sandbox:
             if not n:
                 break
             time.sleep(0.05)
-        for fd in (self._write, self._info_read, self.info_fd):
+        for fd in (self._write, self._info_read, self.info_fd, self.seccomp_fd, *self._socket_fds.values()):
             if fd >= 0:
                 os.close(fd)
         self._reader.join(timeout=5)
@@ -239,9 +286,21 @@ class Sandbox:
         return killed
 
 
+class SandboxedKernelClient(AsyncKernelClient):
+    """A kernel client that connects to its kernel's sockets through :meth:`Sandbox.socket_url`."""
+
+    sandbox: Any = None
+
+    def _make_url(self, channel: str) -> str:
+        if self.sandbox is None or self.transport != "ipc":
+            return super()._make_url(channel)
+        return str(self.sandbox.socket_url(f"kernel-{getattr(self, f'{channel}_port')}"))
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel command goes through :meth:`Sandbox.wrap`, talking to its kernel through
-    Unix sockets in the sandbox's sockets folder (the kernel has no network)."""
+    Unix sockets in the sandbox's sockets folder (the kernel has no network), reached without following a link
+    (:meth:`Sandbox.socket_url`)."""
 
     sandbox: Any = None
 
@@ -250,10 +309,21 @@ class SandboxedKernelManager(AsyncKernelManager):
         """A manager for one kernel of ``kernel_name`` that will start in ``sandbox``."""
         km = cls(kernel_name=kernel_name, transport="ipc", ip=str(Path(sandbox.sockets, "kernel")))
         km.sandbox = sandbox
+        km.client_factory = SandboxedKernelClient
         km.connection_file = sandbox.connection_file
         if km.kernel_spec is not None and not sandbox.unsandboxed:  # a signal would reach bwrap, not the kernel:
             km.kernel_spec.interrupt_mode = "message"  # the kernel interrupts itself when asked on its control socket
         return km
+
+    def _make_url(self, channel: str) -> str:
+        if self.sandbox is None or self.transport != "ipc":
+            return super()._make_url(channel)
+        return self.sandbox.socket_url(f"kernel-{getattr(self, f'{channel}_port')}")
+
+    def client(self, **kwargs: Any) -> Any:
+        client = super().client(**kwargs)
+        client.sandbox = self.sandbox  # (SandboxedKernelClient: reaches the sockets the same way)
+        return client
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
@@ -261,7 +331,8 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         if self.sandbox is not None and not self.sandbox.unsandboxed:
-            kw["pass_fds"] = (self.sandbox.info_fd,)  # to bwrap alone (it makes Popen close every other descriptor)
+            kw["pass_fds"] = tuple(fd for fd in (self.sandbox.info_fd, self.sandbox.seccomp_fd) if fd >= 0)  # to bwrap
+            # alone (it makes Popen close every other descriptor)
         await super()._async_launch_kernel(kernel_cmd, **kw)
         if self.sandbox is not None:
             self.sandbox.link_sockets()

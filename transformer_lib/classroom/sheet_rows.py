@@ -16,6 +16,7 @@ the points of the written answers once the teacher has filled the answers sheet 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "totals_from_rows",
     "totals_table",
     "clean_text",
+    "not_a_formula",
 ]
 
 ROSTER_COLUMNS = ("lms_id", "email")  # carried from the roster into every sheet, so that an LMS can match its rows
@@ -56,18 +58,39 @@ SANDBOXED, UNSANDBOXED = "bubblewrap", "NONE (--no-sandbox)"
 
 
 # what a terminal or an editor would act on rather than show: ANSI escape sequences (colours, cursor moves, window
-# titles), C0 and C1 control characters (a carriage return that lets a line overwrite the one shown) and the Unicode
-# controls of line breaks and text direction ("Trojan Source", CVE-2021-42574)
+# titles), C0 and C1 control characters (a carriage return that lets a line overwrite the one shown); and what hides
+# or reorders text: every Unicode format character (category Cf: zero-width spaces and joiners, the bidi marks,
+# embeddings, overrides and isolates of "Trojan Source", CVE-2021-42574, the BOM, soft hyphens, tag characters), the
+# line and paragraph separators, and the Hangul fillers that show as nothing
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|\x9b[0-?]*[ -/]*[@-~]?")
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u115f\u1160\u3164\uffa0]")
+_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # spaces of other widths: one space
+
+
+def _visible(text: str) -> str:
+    return "".join(c for c in _CONTROLS.sub("", text) if unicodedata.category(c) != "Cf")
 
 
 def clean_text(text: str, *, lines: bool = False) -> str:
-    """``text`` without control characters and escape sequences, for a sheet or a feedback file: one line (tabs and
-    line breaks become spaces), or with ``lines`` its line breaks kept (a carriage return becomes one)."""
-    text = _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROLS.sub("", text) if lines else _CONTROLS.sub("", text.replace("\n", " ").replace("\t", " "))
+    """``text`` without control characters, escape sequences and invisible or reordering characters, for a sheet or
+    a feedback file: one line (tabs and line breaks become spaces), or with ``lines`` its line breaks kept (a
+    carriage return becomes one)."""
+    text = _SPACES.sub(" ", _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n"))
+    text = _visible(text) if lines else _visible(text.replace("\n", " ").replace("\t", " "))
     return text.replace("\t", "    ") if lines else text
+
+
+_FORMULA_START = ("=", "+", "-", "@")  # (OWASP's list: also tab and carriage return, which clean_text removes)
+
+
+def not_a_formula(value: str) -> str:
+    """``value`` (a cleaned text), with a leading apostrophe if a spreadsheet could read it as a formula: one that
+    starts with ``= + - @`` once spaces are stripped and compatibility forms folded (the full-width ``＝``, which an
+    East-Asian spreadsheet takes for ``=``), other than a plain negative number or a lone ``-``."""
+    start = unicodedata.normalize("NFKC", value.lstrip()[:1])
+    if start in _FORMULA_START and not re.fullmatch(r"-(\d+(\.\d+)?)?", value):
+        return "'" + value
+    return value
 
 
 def _number(x: float) -> int | float:

@@ -119,6 +119,13 @@ def _every_query_sees_a_key(has_key: Tensor) -> bool:
     return bool(has_key.all())
 
 
+def _static_keys_values(cache: KVCache | None) -> tuple[Tensor, Tensor] | None:
+    """The keys and values that a filled static (cross-attention) cache holds, or None."""
+    if cache is None or not (cache.static and cache.length) or cache.k is None or cache.v is None:
+        return None
+    return cache.k, cache.v
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: project, split into heads, attend, merge, project with W^O (§3.2.2).
 
@@ -202,8 +209,8 @@ class MultiHeadAttention(nn.Module):
             q, k, v = (self._split(t) for t in self.qkv_proj(query).chunk(3, dim=-1))  # 3 x (B, H, T, D)
         else:  # cross-attention: Q from the query, K and V from the other sequence
             q = self._split(self._linear(query, 0, 1))  # (B, H, T, D)
-            if cache is not None and cache.static and cache.length:
-                return q, cache.k, cache.v  # projected from the encoder output at the first decoding step
+            if (reused := _static_keys_values(cache)) is not None:
+                return q, *reused  # projected from the encoder output at the first decoding step
             if key is value:  # one product with [W^K; W^V]
                 k, v = (self._split(t) for t in self._linear(key, 1, 3).chunk(2, dim=-1))  # 2 x (B, H, S, D)
             else:

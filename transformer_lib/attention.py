@@ -206,7 +206,9 @@ class MultiHeadAttention(nn.Module):
         """Q = query W^Q, K = key W^K, V = value W^V, each split into heads; with a ``cache``, K and V are those of
         every step so far (the KV cache of chapter 7b)."""
         if key is query and value is query:  # self-attention: one product with [W^Q; W^K; W^V]
-            q, k, v = (self._split(t) for t in self.qkv_proj(query).chunk(3, dim=-1))  # 3 x (B, H, T, D)
+            B, T, _ = query.shape
+            qkv = self.qkv_proj(query).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3, H, D)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, D)
         else:  # cross-attention: Q from the query, K and V from the other sequence
             q = self._split(self._linear(query, 0, 1))  # (B, H, T, D)
             if (reused := _static_keys_values(cache)) is not None:

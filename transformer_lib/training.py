@@ -123,7 +123,9 @@ class History:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def record(self, loss: Tensor, correct_counted: tuple[int, int], optimizer: torch.optim.Optimizer, norm: Tensor):
+    def record(
+        self, loss: Tensor, correct_counted: tuple[int, int], optimizer: torch.optim.Optimizer, norm: Tensor
+    ) -> None:
         """Append one step: its loss, its token accuracy (from ``(correct, counted)``), learning rate and norm."""
         correct, counted = correct_counted
         self.loss.append(float(loss.detach()))

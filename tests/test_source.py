@@ -22,3 +22,14 @@ def test_bad_input_is_named():
         show_source()
     with pytest.raises(TypeError, match="cannot show the source of 3"):
         show_source(3)
+
+
+def test_docstrings_can_be_left_out_and_the_code_stays():
+    full = show_source(tl.MultiHeadAttention)
+    bare = show_source(tl.MultiHeadAttention, docstrings=False)
+    assert '"""' in repr(full) and '"""' not in repr(bare) and "Shape:" not in repr(bare)
+    full_lines, rest = repr(full).splitlines(), iter(repr(full).splitlines())
+    assert all(line in rest for line in repr(bare).splitlines())  # the lines in order: some dropped, none changed
+    assert len(repr(bare).splitlines()) < len(full_lines) - 30
+    assert "def forward(" in repr(bare) and "self.o_proj(" in repr(bare)
+    compile(repr(bare), "<shown>", "exec")  # still Python

@@ -59,6 +59,29 @@ def scaled_dot_product_attention(
     tensor([[[1.6605, 2.6605],
              [2.3395, 3.3395]]])
     """
+    no_key, mask = _check_attention_args(q, k, v, mask, dropout_p, impl)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # ÷√d_k keeps the logits' variance near 1
+    if impl == "sdpa" and not need_weights:
+        return _fused_attention(q, k, v, mask, dropout_p, scale, no_key), None
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T, S): one logit per (query, key) pair
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: blocked keys get exactly zero weight
+    weights = scores.softmax(dim=-1)  # (..., T, S): each row is a distribution over keys
+    if no_key is not None:
+        weights = weights.masked_fill(no_key, 0.0)  # a query that may see no key attends to nothing
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, (weights if need_weights else None)  # (..., T, Dv)
+
+
+def _check_attention_args(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, impl: str
+) -> tuple[Tensor | None, Tensor | None]:
+    """Check the kernel's arguments; return ``(no_key, mask)``.
+
+    ``no_key`` (..., T, 1) marks the queries whose keys are all masked, or is None when there is none (the usual
+    case: no repair needed). Such rows are let see every key in the returned mask, so that the softmax never divides
+    0 by 0, and the kernel then zeroes their weights (or output).
+    """
     check_tensor("q", q, dtype="float")
     check_tensor("k", k, ndim=q.dim(), dtype="float")
     check_tensor("v", v, ndim=q.dim(), dtype="float")
@@ -70,29 +93,21 @@ def scaled_dot_product_attention(
     check_choice("impl", impl, ("eager", "sdpa"))
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p: expected a probability in [0, 1), got {dropout_p}")
-    has_key = None
-    if mask is not None:
-        check_mask("mask", mask, (*q.shape[:-1], k.shape[-2]))
-        has_key = mask.any(dim=-1, keepdim=True)  # (..., T, 1): does this query see any key at all?
-        if _every_query_sees_a_key(has_key):
-            has_key = None  # the usual case: nothing to repair, so skip two full-size masked_fills
-        else:
-            mask = mask | ~has_key  # let empty rows see everything, then zero them below: no 0/0 = NaN anywhere
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])  # ÷√d_k keeps the logits' variance near 1 (§3.2.1)
+    if mask is None:
+        return None, None
+    check_mask("mask", mask, (*q.shape[:-1], k.shape[-2]))
+    has_key = mask.any(dim=-1, keepdim=True)  # (..., T, 1): does this query see any key at all?
+    if _every_query_sees_a_key(has_key):
+        return None, mask  # nothing to repair, so skip two full-size masked_fills
+    return ~has_key, mask | ~has_key
 
-    if impl == "sdpa" and not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
-        return (out if has_key is None else out.masked_fill(~has_key, 0.0)), None
 
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T, S): one logit per (query, key) pair
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: blocked keys get exactly zero weight
-    weights = scores.softmax(dim=-1)  # (..., T, S): each row is a distribution over keys
-    if has_key is not None:
-        weights = weights.masked_fill(~has_key, 0.0)
-    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-    return dropped @ v, (weights if need_weights else None)  # (..., T, Dv)
+def _fused_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float, no_key: Tensor | None
+) -> Tensor:
+    """The same computation by :func:`torch.nn.functional.scaled_dot_product_attention` (fused kernels)."""
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+    return out if no_key is None else out.masked_fill(no_key, 0.0)
 
 
 def _every_query_sees_a_key(has_key: Tensor) -> bool:
@@ -102,6 +117,13 @@ def _every_query_sees_a_key(has_key: Tensor) -> bool:
     if has_key.device.type != "cpu" or is_compiling():
         return False
     return bool(has_key.all())
+
+
+def _static_keys_values(cache: KVCache | None) -> tuple[Tensor, Tensor] | None:
+    """The keys and values that a filled static (cross-attention) cache holds, or None."""
+    if cache is None or not (cache.static and cache.length) or cache.k is None or cache.v is None:
+        return None
+    return cache.k, cache.v
 
 
 class MultiHeadAttention(nn.Module):
@@ -161,10 +183,6 @@ class MultiHeadAttention(nn.Module):
             nn.init.zeros_(self.qkv_proj.bias)
             nn.init.zeros_(self.o_proj.bias)
 
-    def _split(self, x: Tensor) -> Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, T, C) -> (B, H, T, D)
-
     def forward(
         self,
         query: Tensor,
@@ -174,6 +192,46 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
         cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
+        query, key, value = self._batch_first(query, key, value)  # (B, T, C), (B, S, C), (B, S, C)
+        q, k, v = self._project(query, key, value, cache)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
+        p = self.dropout if self.training else 0.0  # dropout on the attention weights while training
+        z, weights = scaled_dot_product_attention(q, k, v, mask, p, need_weights=need_weights, impl=self.attn_impl)
+        B, H, T, D = z.shape
+        out = self.o_proj(z.transpose(1, 2).reshape(B, T, H * D))  # Concat(head_1, ..., head_h) W^O: (B, T, C)
+        return (out if self.batch_first else out.transpose(0, 1)), weights
+
+    def _project(
+        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Q = query W^Q, K = key W^K, V = value W^V, each split into heads; with a ``cache``, K and V are those of
+        every step so far (the KV cache of chapter 7b)."""
+        if key is query and value is query:  # self-attention: one product with [W^Q; W^K; W^V]
+            B, T, _ = query.shape
+            qkv = self.qkv_proj(query).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3, H, D)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, D)
+        else:  # cross-attention: Q from the query, K and V from the other sequence
+            q = self._split(self._linear(query, 0, 1))  # (B, H, T, D)
+            if (reused := _static_keys_values(cache)) is not None:
+                return q, *reused  # projected from the encoder output at the first decoding step
+            if key is value:  # one product with [W^K; W^V]
+                k, v = (self._split(t) for t in self._linear(key, 1, 3).chunk(2, dim=-1))  # 2 x (B, H, S, D)
+            else:
+                k, v = self._split(self._linear(key, 1, 2)), self._split(self._linear(value, 2, 3))
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H, L, D): everything up to and including this step
+        return q, k, v
+
+    def _linear(self, x: Tensor, first: int, last: int) -> Tensor:
+        """x times the blocks ``first`` to ``last`` (exclusive) of [W^Q; W^K; W^V] (0: W^Q, 1: W^K, 2: W^V)."""
+        C, W, b = self.d_model, self.qkv_proj.weight, self.qkv_proj.bias
+        return F.linear(x, W[first * C : last * C], None if b is None else b[first * C : last * C])
+
+    def _split(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, T, C) -> (B, H, T, D)
+
+    def _batch_first(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Check the inputs' shapes; return them batch-first, (B, T, C), (B, S, C), (B, S, C)."""
         check_tensor("query", query, ndim=3, dtype="float")
         check_tensor("key", key, ndim=3, dtype="float")
         check_tensor("value", value, ndim=3, dtype="float")
@@ -189,30 +247,4 @@ class MultiHeadAttention(nn.Module):
                 f"key, value: expected the same (batch, length) as each other and query's batch; got query "
                 f"{tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
             )
-        B, T, C = query.shape
-        W, b = self.qkv_proj.weight, self.qkv_proj.bias
-        if key is query and value is query:  # self-attention: one fused product for Q, K and V
-            qkv = self.qkv_proj(query).view(B, T, 3, self.n_heads, self.d_head)  # (B, T, 3, H, D)
-            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, D)
-        else:  # cross-attention: Q from the query, K and V from the other sequence
-            q = self._split(F.linear(query, W[:C], None if b is None else b[:C]))  # (B, H, T, D)
-            if cache is not None and cache.static and cache.length:
-                k = v = None  # already projected from the encoder output at the first step
-            elif key is value:
-                kv = F.linear(key, W[C:], None if b is None else b[C:])  # (B, S, 2C)
-                k, v = (self._split(t) for t in kv.chunk(2, dim=-1))  # 2 x (B, H, S, D)
-            else:
-                k = self._split(F.linear(key, W[C : 2 * C], None if b is None else b[C : 2 * C]))
-                v = self._split(F.linear(value, W[2 * C :], None if b is None else b[2 * C :]))
-        if cache is not None:
-            if k is not None:
-                k, v = cache.append(k, v)  # (B, H, L, D): everything up to and including this step
-            else:
-                k, v = cache.k, cache.v
-        out, weights = scaled_dot_product_attention(
-            q, k, v, mask, self.dropout if self.training else 0.0, need_weights=need_weights, impl=self.attn_impl
-        )
-        out = self.o_proj(out.transpose(1, 2).reshape(B, T, C))  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
-        if not self.batch_first:
-            out = out.transpose(0, 1)  # back to (T, B, C)
-        return out, weights
+        return query, key, value

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "noam_schedule",
     "History",
     "train",
+    "train_step",
     "evaluate",
     "token_accuracy",
     "exact_matches",
@@ -122,6 +123,16 @@ class History:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def record(
+        self, loss: Tensor, correct_counted: tuple[int, int], optimizer: torch.optim.Optimizer, norm: Tensor
+    ) -> None:
+        """Append one step: its loss, its token accuracy (from ``(correct, counted)``), learning rate and norm."""
+        correct, counted = correct_counted
+        self.loss.append(float(loss.detach()))
+        self.accuracy.append(correct / max(counted, 1))
+        self.lr.append(optimizer.param_groups[0]["lr"])
+        self.grad_norm.append(float(norm))
+
 
 def _unpack(batch) -> tuple[Tensor, Tensor, Tensor]:
     if hasattr(batch, "tgt_in"):
@@ -136,6 +147,31 @@ def seq2seq_loss(model: nn.Module, batch, label_smoothing: float = 0.0) -> tuple
     src, tgt_in, tgt_out = _unpack(batch)
     logits = model(src, tgt_in)  # (B, T, V): every position predicted in parallel
     return sequence_loss(logits, tgt_out, pad_id_of(model), label_smoothing), logits, tgt_out
+
+
+def train_step(
+    model: nn.Module,
+    batch,
+    optimizer: torch.optim.Optimizer,
+    *,
+    label_smoothing: float = 0.0,
+    clip_norm: float | None = 1.0,
+    step_fn: Callable | None = None,
+    amp: bool = False,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One optimizer step on one batch: the loss, its gradients, clipped to a global norm of ``clip_norm``, one step.
+
+    Returns ``(loss, logits, targets, grad_norm)``, ``grad_norm`` measured before clipping. ``step_fn`` is as in
+    :func:`train` (default :func:`seq2seq_loss`); ``amp`` runs the forward pass under bfloat16 autocast on CUDA.
+    """
+    with _autocast(model, amp):
+        loss, logits, targets = (step_fn or seq2seq_loss)(model, batch, label_smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    # the norm before clipping; with no limit (inf), clip_grad_norm_ only measures it
+    norm = nn.utils.clip_grad_norm_(model.parameters(), math.inf if clip_norm is None else clip_norm)
+    optimizer.step()
+    return loss, logits, targets, norm
 
 
 def train(
@@ -158,10 +194,10 @@ def train(
 ) -> History:
     """Train ``model`` on the batches of ``loader``; return the :class:`History`.
 
-    ``step_fn(model, batch, label_smoothing) -> (loss, logits, targets)`` defaults to the encoder-decoder loss
-    (:func:`seq2seq_loss`); pass your own for other families. Batches are moved to ``device`` (default: where the
-    model is). Uses Adam with the paper's betas (0.9, 0.98) unless an optimizer is given, and runs under bfloat16
-    autocast on CUDA when ``amp``.
+    Each batch makes one :func:`train_step`. ``step_fn(model, batch, label_smoothing) -> (loss, logits, targets)``
+    defaults to the encoder-decoder loss (:func:`seq2seq_loss`); pass your own for other families. Batches are moved
+    to ``device`` (default: where the model is). Uses Adam with the paper's betas (0.9, 0.98) unless an optimizer is
+    given, and runs under bfloat16 autocast on CUDA when ``amp``.
 
     ``clip_norm``: the gradients are rescaled so that their global norm is at most this (``None``: never). The
     paper mentions no clipping; the book clips at 1 as a safety net for its short runs without warm-up, and
@@ -169,50 +205,62 @@ def train(
     counts from 1), e.g. to evaluate or keep a snapshot; the model is put back in training mode after it. A
     callback that draws random numbers changes the rest of the run.
     """
-    check_positive("epochs", epochs)
-    if max_steps is not None:
-        check_positive("max_steps", max_steps)
-    if clip_norm is not None:
-        check_positive("clip_norm", clip_norm, integer=False)
-    device = torch.device(device) if device is not None else next(model.parameters()).device
+    device = _check_train_args(model, epochs, max_steps, clip_norm, device)
     optimizer = optimizer or paper_adam(model.parameters(), lr)
-    step_fn = step_fn or seq2seq_loss
-    use_amp = amp and device.type == "cuda"
-    history, start, steps = History(), time.perf_counter(), 0
-    total = max_steps or (epochs * len(loader) if isinstance(loader, Sized) else None)
-    bar = tqdm(total=total, desc=desc, disable=not progress, leave=True)  # a finished bar stays: the site shows it
+    history, start, bar = History(), time.perf_counter(), _progress_bar(loader, epochs, max_steps, progress, desc)
     model.train()
     try:
-        for _ in range(epochs):
-            for batch in loader:
-                batch = batch.to(device) if hasattr(batch, "to") else [t.to(device) for t in batch]
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-                    loss, logits, targets = step_fn(model, batch, label_smoothing)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                # the norm before clipping; with no limit (inf), clip_grad_norm_ only measures it
-                norm = nn.utils.clip_grad_norm_(model.parameters(), math.inf if clip_norm is None else clip_norm)
-                optimizer.step()
-                if scheduler is not None:
-                    scheduler.step()
-                correct, counted = token_accuracy(logits.detach(), targets, pad_id_of(model))
-                history.loss.append(float(loss.detach()))
-                history.accuracy.append(correct / max(counted, 1))
-                history.lr.append(optimizer.param_groups[0]["lr"])
-                history.grad_norm.append(float(norm))
-                steps += 1
-                if on_step is not None:
-                    on_step(steps, model)
-                    model.train()
-                bar.update(1)
-                bar.set_postfix(loss=f"{history.loss[-1]:.3f}", acc=f"{history.accuracy[-1]:.2f}")
-                if max_steps is not None and steps >= max_steps:
-                    return history
+        for step, batch in enumerate(_batches(loader, epochs, max_steps, device), start=1):
+            loss, logits, targets, norm = train_step(
+                model, batch, optimizer, label_smoothing=label_smoothing, clip_norm=clip_norm, step_fn=step_fn, amp=amp
+            )
+            if scheduler is not None:
+                scheduler.step()  # the learning rate of the next step (the warm-up of chapter 8)
+            history.record(loss, token_accuracy(logits.detach(), targets, pad_id_of(model)), optimizer, norm)
+            if on_step is not None:
+                on_step(step, model)
+                model.train()
+            bar.update(1)
+            bar.set_postfix(loss=f"{history.loss[-1]:.3f}", acc=f"{history.accuracy[-1]:.2f}")
     finally:
         bar.close()
         history.seconds = time.perf_counter() - start
         model.eval()
     return history
+
+
+def _check_train_args(
+    model: nn.Module, epochs: int, max_steps: int | None, clip_norm: float | None, device: torch.device | str | None
+) -> torch.device:
+    """Check :func:`train`'s numbers; return the device the batches go to (by default, the model's)."""
+    check_positive("epochs", epochs)
+    if max_steps is not None:
+        check_positive("max_steps", max_steps)
+    if clip_norm is not None:
+        check_positive("clip_norm", clip_norm, integer=False)
+    return torch.device(device) if device is not None else next(model.parameters()).device
+
+
+def _batches(loader: Iterable, epochs: int, max_steps: int | None, device: torch.device) -> Iterator:
+    """The batches of ``epochs`` passes over ``loader``, moved to ``device``, stopping after ``max_steps``."""
+    steps = 0
+    for _ in range(epochs):
+        for batch in loader:
+            yield batch.to(device) if hasattr(batch, "to") else [t.to(device) for t in batch]
+            steps += 1
+            if max_steps is not None and steps >= max_steps:
+                return
+
+
+def _progress_bar(loader: Iterable, epochs: int, max_steps: int | None, progress: bool, desc: str) -> tqdm:
+    total = max_steps or (epochs * len(loader) if isinstance(loader, Sized) else None)
+    return tqdm(total=total, desc=desc, disable=not progress, leave=True)  # a finished bar stays: the site shows it
+
+
+def _autocast(model: nn.Module, amp: bool) -> torch.autocast:
+    """bfloat16 autocast where the model is, when ``amp`` and the model is on CUDA (a no-op context otherwise)."""
+    device_type = next(model.parameters()).device.type
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=amp and device_type == "cuda")
 
 
 def exact_matches(outputs: list[list[int]], references: list[list[int]], eos_id: int) -> int:

@@ -8,6 +8,7 @@ ones, in Jupyter and on the website alike, and prints as plain source where HTML
 
 from __future__ import annotations
 
+import ast
 import html
 import inspect
 import textwrap
@@ -19,7 +20,7 @@ __all__ = ["show_source", "Source"]
 class Source:
     """The source of one or more library objects, displayed as highlighted HTML (plain text elsewhere)."""
 
-    def __init__(self, objects: tuple[Any, ...], collapse_after: int) -> None:
+    def __init__(self, objects: tuple[Any, ...], collapse_after: int, docstrings: bool = True) -> None:
         if not objects:
             raise ValueError("objects: expected at least one function, class or module, got none")
         self.items = []
@@ -28,6 +29,8 @@ class Source:
                 code = textwrap.dedent(inspect.getsource(obj))
             except (TypeError, OSError) as err:
                 raise TypeError(f"objects: cannot show the source of {obj!r} ({err})") from err
+            if not docstrings:
+                code = without_docstrings(code)
             name = getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj)))
             module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
             self.items.append((f"{module}.{name}" if module and module != name else name, code))
@@ -54,9 +57,26 @@ class Source:
         return "".join(parts)
 
 
-def show_source(*objects: Any, collapse_after: int = 25) -> Source:
+def without_docstrings(code: str) -> str:
+    """``code`` without the docstrings of its functions and classes (one that is a whole body stays)."""
+    drop: set[int] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and len(node.body) > 1:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                drop.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    lines = code.splitlines(keepends=True)
+    return "".join(line for number, line in enumerate(lines, start=1) if number not in drop)
+
+
+def show_source(*objects: Any, collapse_after: int = 25, docstrings: bool = True) -> Source:
     """The source of ``objects`` (functions, methods, classes), highlighted; folded when longer than
-    ``collapse_after`` lines. Return it as a cell's last expression to display it."""
+    ``collapse_after`` lines. ``docstrings=False`` leaves the docstrings out (a page that reads many pieces in a row
+    and explains them in its prose). Return it as a cell's last expression to display it."""
     if collapse_after < 0:
         raise ValueError(f"collapse_after: expected a number of lines >= 0, got {collapse_after}")
-    return Source(objects, collapse_after)
+    return Source(objects, collapse_after, docstrings)

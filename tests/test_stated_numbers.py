@@ -362,7 +362,7 @@ BOUND = re.compile(
 def stated_bounds(prose: str, printed: str, given: dict[str, str]) -> list[str]:
     """The bounds of ``prose`` where the section prints the value: a decimal, a percentage or a factor after "more
     than", "at least", "about", ">", "≥"... that the section does not print itself, and a whole number after "about"
-    when the section prints a number within 10% of it that is not it ("about 290 words" where 287 is printed). A
+    when the section prints a whole number within 5% of it that is not it ("about 290 words" where 287 is printed). A
     whole number after another bound word ("at most 11 words", "T > 1") is a setting, and the paper's numbers
     (``given``) are the paper's.
 
@@ -374,6 +374,7 @@ def stated_bounds(prose: str, printed: str, given: dict[str, str]) -> list[str]:
     []
     """
     shown = [float(x) for x in PRINTED.findall(printed.replace(",", ""))]
+    counts = [float(x) for x in PRINTED.findall(printed.replace(",", "")) if "." not in x and "e" not in x]
     found = []
     for match in BOUND.finditer(prose):
         word, number, unit = match.group(1), match.group(2).rstrip(","), (match.group(3) or "").strip()
@@ -384,8 +385,8 @@ def stated_bounds(prose: str, printed: str, given: dict[str, str]) -> list[str]:
         if any(abs(x - v) <= half_unit * (1 + 1e-9) * (v / value if value else 1) for x in shown for v in values):
             continue  # printed to the digits the prose gives: the prose states the value, not a bound
         if "." not in number and not unit:
-            if word.lower() != "about" or not any(x != value and abs(x - value) <= 0.1 * value for x in shown):
-                continue  # a whole number: a setting ("at most 11 words"), unless the section prints what it rounds
+            if word.lower() != "about" or not any(x != value and abs(x - value) <= 0.05 * value for x in counts):
+                continue  # a whole number: a setting ("at most 11 words"), unless the section prints a count it rounds
         found.append(f"{word} {number}{'%' if unit == '%' else '×' if unit else ''}")
     return found
 

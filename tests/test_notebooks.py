@@ -774,8 +774,13 @@ def test_the_folding_rules_catch_a_planted_fault() -> None:
     ]
     check = {"tags": ["hide-cell", CHECK_TAG]}
     two_checks = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_markdown_cell("## 1.1 A"), nbformat.v4.new_code_cell("assert 1", metadata=check),
-               nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("assert x", metadata=check),
-               nbformat.v4.new_markdown_cell("## 1.2 B"), nbformat.v4.new_code_cell("assert 2", metadata=check)]
+        cells=[
+            nbformat.v4.new_markdown_cell("## 1.1 A"),
+            nbformat.v4.new_code_cell("assert 1", metadata=check),
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell("assert x", metadata=check),
+            nbformat.v4.new_markdown_cell("## 1.2 B"),
+            nbformat.v4.new_code_cell("assert 2", metadata=check),
+        ]
     )
     assert checks_per_section(two_checks) == {"1.1 A": 2}

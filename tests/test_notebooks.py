@@ -675,3 +675,133 @@ def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails
     failures = page_failures(_tiny_page(tmp_path, "not_in_the_toc", listed=False))
     assert list(failures) == ["test_chapter_is_listed_in_the_toc"], failures
     assert failures["test_chapter_is_listed_in_the_toc"].startswith("book/99_not_in_the_toc is missing from"), failures
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The model in front, the machinery folded (STYLE.md, "The book"): the first code a reader sees on a page is not an
+# import list, a figure or a control; a cell that only draws or builds a control is folded; one check per section
+# ---------------------------------------------------------------------------------------------------------------------
+FOLDED_TAGS = {"hide-input", "remove-input", "hide-cell", "remove-cell"}
+# what draws or builds a control: plotly, the book's figure and control helpers, ipywidgets, matplotlib, display
+_DRAWS = re.compile(
+    r"\b(go|px|plt|viz|controls|precomputed_controls|widgets|diagrams|attention_diagrams|heatmaps|curves|"
+    r"flow_diagrams|block_diagrams|token_strips|attention_grids|attention_explorer|live_translator)\."
+    r"|\bfig\d*\b|\bfigure\b|\.show\(|\bdisplay\(|\bHTML\(|make_subplots\(|\binteract\(|_figure\(|\bdraw_\w+\("
+)
+
+
+def _statements(source: str) -> list[str]:
+    tree = _parse(source)
+    lines = source.splitlines()
+    return ["\n".join(lines[node.lineno - 1 : node.end_lineno]) for node in tree.body]
+
+
+def draws_only(source: str) -> bool:
+    """True for a cell whose every statement draws, builds a control or imports (machinery to fold).
+
+    >>> draws_only("fig = go.Figure()\\nfor k in ks:\\n    fig.add_trace(go.Scatter(y=k))\\nfig.show()")
+    True
+    >>> draws_only("maps = model.encoder.run(x).attentions\\nviz.attention_grid(maps, words, words)")
+    False
+    """
+    statements = _statements(source)
+    return bool(statements) and all(
+        _DRAWS.search(s) or re.match(r"(import|from)\s", s) or s.startswith(("#", "pass")) for s in statements
+    )
+
+
+def imports_only(source: str) -> bool:
+    """True for a cell that only imports and sets up (seeds, device, threads): the page's preamble."""
+    setup = re.compile(
+        r"(import|from)\s|tl\.seed_everything|device = |torch\.set_num_threads|warnings\.|pd\.set_option|[A-Z_]+ = |"
+        r"print\(.*device|if device\.type"
+    )
+    statements = _statements(source)
+    return bool(statements) and all(setup.match(s) or setup.search(s.split("\n")[0]) for s in statements)
+
+
+def _shown(cell: nbformat.NotebookNode) -> bool:
+    return cell.cell_type == "code" and not FOLDED_TAGS & set(cell.metadata.get("tags", []))
+
+
+def folding_problems(nb: nbformat.NotebookNode) -> list[str]:
+    """The page's first shown code cell imports or draws; a cell that only draws is shown unfolded."""
+    problems = []
+    shown = [(i, c) for i, c in enumerate(nb.cells) if _shown(c)]
+    if shown and (imports_only(shown[0][1].source) or draws_only(shown[0][1].source)):
+        problems.append(f"cell {shown[0][0]}: the first code a reader sees only imports or draws: fold it (hide-input)")
+    problems += [
+        f"cell {i}: it only draws or builds a control: fold it (tag hide-input)"
+        for i, c in shown[1:]
+        if draws_only(c.source) and not imports_only(c.source)
+    ]
+    return problems
+
+
+def checks_per_section(nb: nbformat.NotebookNode) -> dict[str, int]:
+    """The number of check cells in each '## ' section that has more than one."""
+    counts: dict[str, int] = {}
+    section = "(opening)"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            headings = re.findall(r"^## (.*)$", cell.source, re.M)
+            section = headings[-1] if headings else section
+        elif CHECK_TAG in cell.metadata.get("tags", []):
+            counts[section] = counts.get(section, 0) + 1
+    return {name: n for name, n in counts.items() if n > 1}
+
+
+# Sections that still hold more than one check cell: a check there reads a name that a later cell of its section
+# changes (or draws random numbers), so it cannot simply move to the section's end. Each number may only go down.
+MORE_THAN_ONE_CHECK = {
+    "01_why_not_rnn.ipynb": 1,
+    "02_tokens_and_embeddings.ipynb": 1,
+    "03_positional_encoding.ipynb": 2,
+    "04_attention.ipynb": 1,
+    "05_masks.ipynb": 2,
+    "06b_encoder_block.ipynb": 1,
+    "07_cross_attention_and_decoding.ipynb": 2,
+    "07b_kv_cache_loss_and_limits.ipynb": 1,
+    "08_training.ipynb": 1,
+    "appendix_notes_checked.ipynb": 1,
+}
+FOLDING_PAGES = [p for p in CHAPTERS if p.name != "06c_the_whole_model.ipynb"]  # 6c: its own engineer's page
+
+
+@pytest.mark.parametrize("path", FOLDING_PAGES, ids=_ids(FOLDING_PAGES))
+def test_the_model_in_front_and_the_machinery_folded(path: Path) -> None:
+    nb = _read(path)
+    problems = folding_problems(nb)
+    crowded = checks_per_section(nb)
+    if len(crowded) > MORE_THAN_ONE_CHECK.get(path.name, 0):
+        problems.append(f"sections with more than one check cell: {crowded}; merge them into one at the section's end")
+    assert not problems, problems
+
+
+def test_the_folding_rules_catch_a_planted_fault() -> None:
+    def page(*cells: tuple[str, list[str]]) -> nbformat.NotebookNode:
+        return nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(s, metadata={"tags": tags}) for s, tags in cells]
+        )
+
+    imports = ("import torch\nimport transformer_lib as tl\ntl.seed_everything(0)", ["hide-input"])
+    model = ("model = tl.Transformer(cfg)\nprint(model(src, tgt).shape)", [])
+    plot = ("fig = go.Figure()\nfig.add_trace(go.Scatter(y=[1, 2]))\nfig.show()", ["hide-input"])
+    assert folding_problems(page(imports, model, plot)) == []
+    assert folding_problems(page((imports[0], []), model, plot))[0].startswith("cell 0: the first code")
+    assert folding_problems(page(imports, (plot[0], []), model))[0].startswith("cell 1: the first code")
+    assert folding_problems(page(imports, model, (plot[0], []))) == [
+        "cell 2: it only draws or builds a control: fold it (tag hide-input)"
+    ]
+    check = {"tags": ["hide-cell", CHECK_TAG]}
+    two_checks = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("## 1.1 A"),
+            nbformat.v4.new_code_cell("assert 1", metadata=check),
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell("assert x", metadata=check),
+            nbformat.v4.new_markdown_cell("## 1.2 B"),
+            nbformat.v4.new_code_cell("assert 2", metadata=check),
+        ]
+    )
+    assert checks_per_section(two_checks) == {"1.1 A": 2}

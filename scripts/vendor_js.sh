@@ -49,8 +49,11 @@ cp "$mj/LICENSE" "$dest/mathjax/LICENSE"
 # the ES-module API, its WebAssembly glue and the single WebAssembly binary they load (env.wasm.wasmPaths)
 ort="onnxruntime-web-$ONNXRUNTIME_WEB_VERSION/package/dist"
 cp "$ort/ort.wasm.min.mjs" "$ort/ort-wasm-simd-threaded.mjs" "$ort/ort-wasm-simd-threaded.wasm" "$dest/onnxruntime-web/"
-cp "plotly.js-$PLOTLY_JS_VERSION/package/dist/plotly-locale-zh-cn.js" "plotly.js-$PLOTLY_JS_VERSION/package/LICENSE" \
-    "$dest/plotly/"
+# the locale file as npm has it, inside a function: it declares a global `var locale`, which a page's other scripts
+# may have declared already (sphinx-copybutton's `let locale`: a SyntaxError, and no Chinese toolbar)
+{ echo "(function () {"; cat "plotly.js-$PLOTLY_JS_VERSION/package/dist/plotly-locale-zh-cn.js"; echo; echo "})();"; } \
+    > "$dest/plotly/plotly-locale-zh-cn.js"
+cp "plotly.js-$PLOTLY_JS_VERSION/package/LICENSE" "$dest/plotly/"
 axe="$root/tests/vendor/axe-core"
 rm -rf "$axe" && mkdir -p "$axe"
 cp "axe-core-$AXE_CORE_VERSION/package/axe.min.js" "axe-core-$AXE_CORE_VERSION/package/LICENSE" "$axe/"
@@ -63,7 +66,7 @@ requirejs@$REQUIREJS_VERSION (MIT) -> require.js
 @jupyter-widgets/html-manager@$HTML_MANAGER_VERSION (BSD-3-Clause) -> ipywidgets/embed-amd.js and its Font Awesome fonts (SIL OFL 1.1)
 mathjax@$MATHJAX_VERSION (Apache-2.0) -> mathjax/ (es5/tex-mml-chtml.js, CHTML woff-v2 fonts, TeX extensions)
 onnxruntime-web@$ONNXRUNTIME_WEB_VERSION (MIT) -> onnxruntime-web/ (dist/ort.wasm.min.mjs, ort-wasm-simd-threaded.mjs and .wasm)
-plotly.js@$PLOTLY_JS_VERSION (MIT) -> plotly/ (dist/plotly-locale-zh-cn.js: the toolbar's words on the Chinese pages)
+plotly.js@$PLOTLY_JS_VERSION (MIT) -> plotly/ (dist/plotly-locale-zh-cn.js, wrapped in a function: the toolbar's words on the Chinese pages)
 Refresh with: bash scripts/vendor_js.sh
 TXT
 (cd "$dest" && find . -type f | sort | xargs sha256sum > "$work/SHA256SUMS" && mv "$work/SHA256SUMS" .)

@@ -122,10 +122,10 @@ def test_the_toolbar_speaks_the_pages_language(page: str, browser, site_url) -> 
             "() => [...document.querySelectorAll('.tl-plotly-figure .modebar-btn')].map(b => b.dataset.title)"
         )
         if page.startswith("zh/"):
-            assert "缩放" in titles and "下载图表为PNG格式" in titles, titles  # plotly's zh-CN locale
+            assert "下载图表为PNG格式" in titles, titles  # plotly's zh-CN locale
             assert all(CJK.search(t) for t in titles), [t for t in titles if not CJK.search(t)]
         else:
-            assert "Zoom" in titles and "Download plot as a PNG" in titles, titles
+            assert "Download plot as a PNG" in titles, titles
             assert not [t for t in titles if CJK.search(t)], titles
     finally:
         context.close()
@@ -157,19 +157,20 @@ def test_a_spelling_ranks_the_page_that_explains_it_first(word: str, page: str, 
     assert ranked and ranked[0] == page, f"searching {word!r}: {page} ranks {rank} of {len(ranked)} ({ranked[:3]})"
 
 
-@pytest.mark.parametrize("query, shown", [("教师强制", "强制教学"), ("层归一化", "层规范化"), ("键值缓存", "KV 缓存")])
-def test_the_first_results_snippet_is_the_definition(query: str, shown: str, browser, site_url) -> None:
-    """The snippet under the first result is the paragraph that defines the term (the index entry's anchor), not
-    the page's table of contents or a formula's TeX source."""
+@pytest.mark.parametrize("query", ["教师强制", "层归一化", "键值缓存", "dropout"])
+def test_the_first_results_snippet_is_the_definition(query: str, browser, site_url) -> None:
+    """The snippet under the first result is the paragraph that defines the term (the index entry's anchor: it holds
+    one of the term's spellings), not the page's table of contents or a formula's TeX source."""
     if not (ZH / "search.html").is_file():
         pytest.skip(NO_ZH_SITE)
+    (term,) = [t for t in read_synonyms() if query in t.words]
     context, tab = _visit(browser, site_url + "zh/search.html?q=" + query)
     try:
         first = tab.locator("#search-results li").first
         first.locator("p.context").wait_for(timeout=DRAWN_TIMEOUT_MS)
         snippet = first.locator("p.context").inner_text()
-        assert shown in snippet, snippet
+        assert any(word.lower() in snippet.lower() for word in term.words), snippet
         assert "\\(" not in snippet and "$" not in snippet, snippet
-        assert first.locator("a").first.get_attribute("href").split("#")[1].startswith("tl-term-")
+        assert first.locator("a").first.get_attribute("href").endswith("#" + term.anchor)
     finally:
         context.close()

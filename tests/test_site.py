@@ -77,6 +77,8 @@ def test_the_vendored_plotly_locale_is_of_the_plotly_js_the_site_ships(tmp_path,
     assert site.vendored_locale_version() == site.plotly_js_version()
     locale = (site.STATIC / "vendor" / "plotly" / "plotly-locale-zh-cn.js").read_text(encoding="utf-8")
     assert 'name:"zh-CN"' in locale and "Plotly.register(locale)" in locale
+    # its `var locale` kept out of the page's globals, where sphinx-copybutton's `let locale` made it a SyntaxError
+    assert locale.startswith("(function () {\nvar locale=") and locale.rstrip().endswith("})();")
     versions = tmp_path / "VERSIONS.txt"
     versions.write_text("plotly.js@1.0.0 (MIT) -> plotly/\n", encoding="utf-8")
     assert site.vendored_locale_version(versions) == "1.0.0"

@@ -6,6 +6,7 @@ import json
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from transformer_lib.book import viz
 from transformer_lib.book.labels import CATALOGS
@@ -34,10 +35,10 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     assert '"showSendToCloud": false' in html and '"displaylogo": false' in html  # no upload button, no logo
     assert html.index("window.tlPlotlyPrepare(fig, el)") < html.index("Plotly.newPlot")  # phones: laid out first
     assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
-    assert renderer.js_files == {
-        "plotly": ("plotly.min.js", {}),  # loaded once per page, from _static/
-        "plotly-theme": ("plotly-theme.js", {}),
-    }  # and the dark-mode colours
+    # text first: no page loads plotly.min.js in its head; plotly-theme.js fetches it for the first figure
+    assert renderer.js_files == {"plotly-theme": ("plotly-theme.js", {})}
+    assert "window.tlDrawWhenNear(el, draw, (fig.layout || {}).height, null)" in html  # English: plotly's own words
+    assert '"locale"' not in html
     # on the Chinese site the labels come from figures.po, so a page depends on it: a changed catalog re-reads the page
     noted: list[str] = []
     env = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), docname="p", note_dependency=noted.append)
@@ -45,6 +46,9 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     (node,) = site.PlotlyMystNbRenderer.handle_mime(renderer, data, False)
     assert noted == [str(CATALOGS["zh"])] and CATALOGS["zh"].name == "figures.po"
     assert "2 行 × 2 列" in node.astext()  # its text alternative in Chinese
+    # plotly's toolbar in Chinese: its zh-CN locale, which plotly-theme.js loads with plotly.js
+    assert '"locale": "zh-CN"' in node.astext() and '.height, "zh-CN"); }' in node.astext()
+    assert (site.STATIC / "vendor" / "plotly" / "plotly-locale-zh-cn.js").is_file()
     other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", cell_index=0, output_index=0)
     assert site.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
     assert ("html", site.PLOTLY_MIME, 15) in site.PlotlyMystNbRenderer.mime_priority_overrides
@@ -65,6 +69,27 @@ def test_sphinx_extension_copies_plotly_js_after_an_html_build(tmp_path) -> None
     failed = tmp_path / "failed"
     handlers["build-finished"](SimpleNamespace(builder=app.builder, outdir=str(failed)), RuntimeError("x"))
     assert not failed.exists()  # nothing is copied when the build failed
+
+
+def test_the_vendored_plotly_locale_is_of_the_plotly_js_the_site_ships(tmp_path, monkeypatch) -> None:
+    """scripts/vendor_js.sh takes the locale from the npm release of the installed plotly's plotly.js; a build
+    with another plotly stops and says to refresh it."""
+    assert site.vendored_locale_version() == site.plotly_js_version()
+    locale = (site.STATIC / "vendor" / "plotly" / "plotly-locale-zh-cn.js").read_text(encoding="utf-8")
+    assert 'name:"zh-CN"' in locale and "Plotly.register(locale)" in locale
+    # its `var locale` kept out of the page's globals, where sphinx-copybutton's `let locale` made it a SyntaxError
+    assert locale.startswith("(function () {\nvar locale=") and locale.rstrip().endswith("})();")
+    versions = tmp_path / "VERSIONS.txt"
+    versions.write_text("plotly.js@1.0.0 (MIT) -> plotly/\n", encoding="utf-8")
+    assert site.vendored_locale_version(versions) == "1.0.0"
+    app = SimpleNamespace(connect=lambda *args, **kwargs: None)
+    monkeypatch.setattr(site, "VENDOR_VERSIONS", versions)
+    with pytest.raises(RuntimeError, match=r"plotly locales: the site ships plotly.js .* locales of plotly.js 1.0.0"):
+        site.setup(app)
+    header = tmp_path / "plotly.min.js"
+    header.write_text("/* no version here */", encoding="utf-8")
+    with pytest.raises(ValueError, match="expected a 'plotly.js vX.Y.Z' header"):
+        site.plotly_js_version(header)
 
 
 def test_pages_extension_writes_each_script_once() -> None:

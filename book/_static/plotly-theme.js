@@ -1,8 +1,39 @@
 // Plotly figures on the site: they follow the light/dark theme, and diagrams fit their text to narrow screens.
 // Theme: plotly figures follow the site's light/dark theme (pydata-sphinx-theme sets <html data-theme="dark">).
 // Figures are drawn with a white template; in dark mode their backgrounds become transparent and their text and
-// grid lines light, and they switch back when the reader toggles the theme. Loaded with plotly.min.js only.
+// grid lines light, and they switch back when the reader toggles the theme. Loaded on the pages that hold a figure, in
+// place of plotly.min.js: it fetches plotly.js itself when the first figure is about to be drawn (see "Text first").
 (function () {
+  // Text first. plotly.min.js (4.8 MB) is not in any page's head, where parsing it held every chapter's text back
+  // 2-3 s (issue 41): it is fetched once, after the page's load event, when the first figure comes near the
+  // viewport (or the page is printed, or a test asks for every figure), and plotly's locale for the page's language
+  // with it (transformer_lib.site.figures.PLOTLY_LOCALES: the toolbar's tooltips in Chinese on the Chinese pages).
+  // Both come from the _static folder this script was loaded from (the Chinese pages use the English site's).
+  var here = document.currentScript && document.currentScript.src;
+  var STATIC = here ? here.replace(/[^/]*$/, "") : "_static/";
+  var loaded = {};  // url -> the promise of its script
+  function script(url) {
+    if (!loaded[url]) {
+      loaded[url] = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = url;
+        s.onload = resolve;
+        s.onerror = function () { reject(new Error("could not load " + url)); };
+        document.head.appendChild(s);
+      });
+    }
+    return loaded[url];
+  }
+  var pageLoaded = new Promise(function (resolve) {  // not before the load event, which it would hold back
+    if (document.readyState === "complete") { resolve(); } else { window.addEventListener("load", resolve); }
+  });
+  window.tlLoadPlotly = function (locale, now) {  // resolves with window.Plotly (and `locale` registered)
+    var ready = now ? Promise.resolve() : pageLoaded;
+    return ready.then(function () { return window.Plotly || script(STATIC + "plotly.min.js"); }).then(function () {
+      // a locale file registers itself with Plotly (plotly.js's dist/plotly-locale-*.js)
+      return locale ? script(STATIC + "vendor/plotly/plotly-locale-" + locale.toLowerCase() + ".js") : null;
+    }).then(function () { return window.Plotly; });
+  };
   var DARK = {"paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)", "font.color": "#ced6dd",
               "title.font.color": "#ced6dd"};
   var LIGHT = {"paper_bgcolor": "white", "plot_bgcolor": "white", "font.color": "#2a3f5f",
@@ -471,15 +502,19 @@
   };
   // Drawing on demand. Drawing and fitting a figure takes tens of milliseconds, and a chapter has up to 30: drawn
   // all at once they held a chapter's load event back 3-6 s on a 2-core machine. Each figure is drawn when it comes
-  // within a screen of the viewport (a figure in a folded or hidden view, when it is shown), and keeps its place
-  // until then so that the page does not jump. Printing draws them all first; tests call tlDrawAll(). (Checked on
-  // scrolling rather than with an IntersectionObserver, which headless Chromium left silent for these figures.)
-  var waiting = [], drawing = [];  // [element, draw] pairs not yet drawn; [element, promise] pairs drawn
-  function drawNow(el) {
+  // within a screen of the viewport (a figure in a folded or hidden view, when it is shown), plotly.js fetched first
+  // (tlLoadPlotly), and keeps its place until then so that the page does not jump. Printing draws them all first;
+  // tests call tlDrawAll(). (Checked on scrolling rather than with an IntersectionObserver, which headless Chromium
+  // left silent for these figures.)
+  var waiting = [], drawing = [];  // [element, draw, locale] not yet drawn; [element, promise] drawn or drawing
+  function drawNow(el, now) {
     for (var i = 0; i < waiting.length; i++) {
       if (waiting[i][0] === el) {
-        var draw = waiting.splice(i, 1)[0][1];
-        var done = Promise.resolve(draw()).then(function () { el.parentElement.style.minHeight = ""; });
+        var pair = waiting.splice(i, 1)[0];
+        // plotly.js that cannot load: the figure's draw() says so in its place
+        var done = window.tlLoadPlotly(pair[2], now).catch(function () { return null; }).then(function () {
+          return pair[1]();
+        }).then(function () { el.parentElement.style.minHeight = ""; });
         drawing.push([el, done]);
         return done;
       }
@@ -494,7 +529,7 @@
       if (box.height > 0 && box.bottom > -reach && box.top < 2 * reach) { drawNow(pair[0]); }
     });
   }
-  var queued = false;
+  var queued = false, prefetched = false;
   function soon() {
     if (queued) { return; }
     queued = true;
@@ -503,15 +538,21 @@
   ["scroll", "resize"].forEach(function (event) { window.addEventListener(event, soon, {passive: true}); });
   // a fold opened, a menu switched to another view, a tab shown: what was hidden may now be near
   ["toggle", "change", "click"].forEach(function (event) { document.addEventListener(event, soon, true); });
-  window.tlDrawWhenNear = function (el, draw, height) {
+  window.tlDrawWhenNear = function (el, draw, height, locale) {
     // the place is kept by the figure's container: a figure div with a height of its own when it is drawn would be
     // sized to it by plotly (responsive), and keep that height for ever after
     el.parentElement.style.minHeight = (height || 450) + "px";  // plotly's default height
-    waiting.push([el, draw]);
+    waiting.push([el, draw, locale || null]);
     soon();
+    if (!prefetched) {  // a page with figures: plotly.js at the first idle moment after load, so that printing
+      prefetched = true;  // (beforeprint cannot wait for a download) finds it there and draws every figure at once
+      pageLoaded.then(function () {
+        (window.requestIdleCallback || window.setTimeout)(function () { window.tlLoadPlotly(locale); });
+      });
+    }
   };
   window.tlDrawAll = function () {  // every figure on the page, drawn and fitted; resolves when all are
-    return Promise.all(waiting.map(function (pair) { return pair[0]; }).map(drawNow)
+    return Promise.all(waiting.map(function (pair) { return pair[0]; }).map(function (el) { return drawNow(el, true); })
       .concat(drawing.map(function (pair) { return pair[1]; })));
   };
   window.addEventListener("beforeprint", function () { window.tlDrawAll(); });

@@ -38,6 +38,20 @@
     }
   }
   window.tlCleanSearchText = clean;
+  // A snippet is the page's text around the first query word. That text began with the page's table of contents
+  // for print (sphinx-book-theme's #jb-print-docs-body, inside the main content, every section title), so a word of
+  // a title was found there and the snippet showed the contents: the text is read without it. (A result that points
+  // at the paragraph defining a term, transformer_lib/site/search.py, reads that paragraph.)
+  function withoutPrintContents(toText) {
+    return function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll("#jb-print-docs-body, .onlyprint").forEach(function (el) { el.remove(); });
+      return toText(doc.documentElement.outerHTML, anchor);
+    };
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    if (typeof Search !== "undefined" && Search.htmlToText) { Search.htmlToText = withoutPrintContents(Search.htmlToText); }
+  });
   document.addEventListener("DOMContentLoaded", function () {
     var results = document.getElementById("search-results");
     if (!results) { return; }

@@ -296,8 +296,9 @@ def page_html(static: str = "../_static", element_id: str = "live-translator") -
     """The HTML a chapter displays to embed the live translator.
 
     It holds a placeholder and a small loader; ``translator.js`` (and, at the first translation, the runtime
-    and the model) come from the site's shared ``_static`` folder, found from the page's own ``plotly.min.js``
-    (else ``documentation_options.js``) script, else from ``static``. In Jupyter, where that folder is not served,
+    and the model) come from the site's shared ``_static`` folder, found from the page's own ``plotly-theme.js``
+    (which loads plotly.js for the page's figures) or ``plotly.min.js`` (else ``documentation_options.js``) script,
+    else from ``static``. In Jupyter, where that folder is not served,
     the placeholder's text stays and says so.
     """
     eid = html.escape(element_id, quote=True)
@@ -312,12 +313,12 @@ def page_html(static: str = "../_static", element_id: str = "live-translator") -
 const el = document.getElementById({json.dumps(element_id)});
 const words = {json.dumps(words, ensure_ascii=False)}[document.documentElement.lang === "zh-CN" ? "zh" : "en"];
 el.querySelector(".tl-lt-placeholder em").textContent = words.placeholder;
-// the site's _static folder, relative to this page: taken from a script the page already loads, plotly.js first
-// (the Chinese pages load it, and the translator, from the English site's _static: scripts/i18n.py share-static)
+// the site's _static folder, relative to this page: taken from a script the page already loads, plotly's first
+// (the Chinese pages load them, and the translator, from the English site's _static: scripts/i18n.py share-static)
 const sources = [...document.scripts].map(s => s.getAttribute("src") || "");
-const known = sources.find(src => /(^|\\/)_static\\/plotly\\.min\\.js/.test(src))
+const known = sources.find(src => /(^|\\/)_static\\/plotly(-theme|\\.min)\\.js/.test(src))
   || sources.find(src => /(^|\\/)_static\\/documentation_options\\.js/.test(src));
-const root = known ? known.replace(/\\/(plotly\\.min|documentation_options)\\.js.*$/, "") : {fallback};
+const root = known ? known.replace(/\\/(plotly-theme|plotly\\.min|documentation_options)\\.js.*$/, "") : {fallback};
 const base = new URL(root + "/", document.baseURI).href;
 import(base + "translator/translator.js")
   .then(m => m.mount(el, base))

@@ -8,6 +8,11 @@ the build-time plumbing, kept apart so that Sphinx loads it without plotly's Pyt
 * :func:`setup` (listed in ``_config.yml`` under ``sphinx.extra_extensions``) copies ``plotly.min.js`` from
   the installed plotly package into the site once, so no page inlines it and nothing is fetched.
 
+Text first: no page loads plotly.js in its head. A page carries only ``plotly-theme.js`` (small), which fetches
+``plotly.min.js`` (4.8 MB) when the first figure comes near the viewport (or when the page is printed), and on the
+Chinese pages plotly's own Chinese locale with it (``vendor/plotly/plotly-locale-zh-cn.js``, from the npm release of
+the same plotly.js: :data:`PLOTLY_LOCALES`, ``scripts/vendor_js.sh``).
+
 What the build does to every page's HTML besides is in :mod:`.pages`.
 """
 
@@ -27,6 +32,40 @@ from transformer_lib.book.toolbar import PLOTLY_CONFIG
 from .i18n import site_language
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+STATIC = Path(__file__).resolve().parents[2] / "book" / "_static"
+# plotly.js's locale for a page language (its toolbar's tooltips and messages), loaded with plotly.min.js by
+# plotly-theme.js from _static/vendor/plotly/plotly-locale-<locale in lower case>.js; English is plotly's own
+PLOTLY_LOCALES = {"zh": "zh-CN"}
+VENDOR_VERSIONS = STATIC / "vendor" / "VERSIONS.txt"
+
+
+def plotly_js_source() -> Path:
+    """The installed plotly package's ``plotly.min.js``: the one the site ships."""
+    import plotly
+
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not source.is_file():
+        raise FileNotFoundError(f"plotly.min.js: expected it in the plotly package at {source}")
+    return source
+
+
+def plotly_js_version(source: Path | None = None) -> str:
+    """The version of the plotly.js the site ships, from its header (``* plotly.js v4.1.1``)."""
+    source = plotly_js_source() if source is None else source
+    with open(source, encoding="utf-8") as f:
+        head = f.read(500)
+    found = re.search(r"plotly\.js v(\d+\.\d+\.\d+)", head)
+    if found is None:
+        raise ValueError(f"plotly.min.js: expected a 'plotly.js vX.Y.Z' header in {source}, got {head[:80]!r}")
+    return found[1]
+
+
+def vendored_locale_version(versions: Path | None = None) -> str | None:
+    """The plotly.js release whose locales ``scripts/vendor_js.sh`` vendored (``VERSIONS.txt`` by default), None if
+    none."""
+    text = (VENDOR_VERSIONS if versions is None else versions).read_text(encoding="utf-8")
+    found = re.search(r"^plotly\.js@(\S+) ", text, re.M)
+    return found[1] if found else None
 
 
 class PlotlyMystNbRenderer:
@@ -44,8 +83,9 @@ class PlotlyMystNbRenderer:
             return None  # let myst-nb's own renderers handle everything else
         from docutils import nodes
 
-        renderer.add_js_file("plotly", "plotly.min.js", {})  # _static/plotly.min.js, on this page only
-        renderer.add_js_file("plotly-theme", "plotly-theme.js", {})  # dark mode (book/_static/plotly-theme.js)
+        # plotly-theme.js (book/_static) fetches _static/plotly.min.js when the first figure is about to be drawn:
+        # no page waits for plotly.js in its head (text first, issue 41); it also gives the figures the dark mode
+        renderer.add_js_file("plotly-theme", "plotly-theme.js", {})
         figure = json.loads(data.content) if isinstance(data.content, (str, bytes)) else data.content
         figure = single_precision(figure)
         env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)  # the Chinese site: labels in Chinese
@@ -54,6 +94,8 @@ class PlotlyMystNbRenderer:
             env.note_dependency(str(CATALOGS[lang]))
         figure = translate_figure(figure, lang)
         label = html.escape(alt_text(figure, lang), quote=True)
+        locale = PLOTLY_LOCALES.get(lang)  # plotly's toolbar in the page's language
+        plotly_config = {**PLOTLY_CONFIG, **({"locale": locale} if locale else {})}
         figure = without_alt(figure)
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         # the template (the book's, about 7 KB) goes into the page once, and each figure names it
@@ -69,7 +111,7 @@ class PlotlyMystNbRenderer:
             f"(function () {{\n  var fig = {payload};\n{template}  function draw() {{\n"
             f'    var el = document.getElementById("{div_id}");\n'
             f"    if (!window.Plotly) {{ el.textContent = {json.dumps(unloaded, ensure_ascii=False)}; return; }}\n"
-            f"    var config = Object.assign({{responsive: true}}, fig.config || {{}}, {json.dumps(PLOTLY_CONFIG)});\n"
+            f"    var config = Object.assign({{responsive: true}}, fig.config || {{}}, {json.dumps(plotly_config)});\n"
             # a touch screen has no hover: plotly would show its toolbar all the time, over the figure's title
             f'    if (window.matchMedia && window.matchMedia("(hover: none)").matches) {{\n'
             f"      config.displayModeBar = false;\n    }}\n"
@@ -80,9 +122,11 @@ class PlotlyMystNbRenderer:
             f"config: config}}).then(function () {{\n"
             f"      if (window.tlPlotlyTheme) {{ return window.tlPlotlyTheme(el); }}\n    }});\n"
             f"  }}\n"
-            # drawn when it comes near the viewport (plotly-theme.js), so that a page is ready before its last figure
+            # drawn when it comes near the viewport, plotly.js (and its locale) fetched first (plotly-theme.js), so
+            # that a page is ready before its first figure
             f'  var el = document.getElementById("{div_id}");\n'
-            f"  if (window.tlDrawWhenNear) {{ window.tlDrawWhenNear(el, draw, (fig.layout || {{}}).height); }}\n"
+            f"  if (window.tlDrawWhenNear) {{ window.tlDrawWhenNear(el, draw, (fig.layout || {{}}).height, "
+            f"{json.dumps(locale)}); }}\n"
             f'  else if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
             f" else {{ draw(); }}\n}})();\n</script>"
         )
@@ -189,13 +233,17 @@ def setup(app: Any) -> dict[str, Any]:
     """Sphinx extension (``sphinx.extra_extensions`` in ``_config.yml``): ship ``plotly.min.js`` once.
 
     The file comes from the installed plotly package, so the site's plotly.js always matches the Python
-    plotly that wrote the figures; it is copied to ``_static/`` after the build, like myst-nb's own CSS.
+    plotly that wrote the figures; it is copied to ``_static/`` after the build, like myst-nb's own CSS. Its
+    locales (``_static/vendor/plotly/``) must come from the same plotly.js release: a build with another plotly
+    stops here and says to refresh them.
     """
-    import plotly
-
-    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    if not source.is_file():
-        raise FileNotFoundError(f"plotly.min.js: expected it in the plotly package at {source}")
+    source = plotly_js_source()
+    shipped, vendored = plotly_js_version(source), vendored_locale_version()
+    if shipped != vendored:
+        raise RuntimeError(
+            f"plotly locales: the site ships plotly.js {shipped} (the installed plotly package) but "
+            f"book/_static/vendor/plotly/ holds the locales of plotly.js {vendored}: run `bash scripts/vendor_js.sh`"
+        )
 
     def copy_plotly_js(app: Any, exception: Exception | None) -> None:
         if exception is None and app.builder.format == "html":

@@ -97,8 +97,12 @@ const CONTROLS = `
 const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const escapeHtml = s => String(s).replace(/[&<>"']/g, c => ENTITIES[c]);
 
-/** The site's plotly.js: already on the chapter page; loaded from _static otherwise. */
+/** The site's plotly.js: through the page's own loader where it has one (plotly-theme.js, which fetches it once for
+ * the page's figures too), else from _static. */
 async function ensurePlotly(base) {
+  if (!window.Plotly && window.tlLoadPlotly) {
+    await window.tlLoadPlotly(null, true);
+  }
   if (!window.Plotly) {
     await new Promise((resolve, reject) => document.head.append(Object.assign(
       document.createElement("script"), { src: base + "plotly.min.js", onload: resolve, onerror: reject })));

@@ -1,0 +1,120 @@
+"""How soon each chapter of the built site is readable: the browser's own DOMContentLoaded and load times.
+
+Serves a built site (``_build/html`` by default, its Chinese edition in ``zh/``) on 127.0.0.1 and opens every chapter
+in Debian's Chromium (headless, driven by playwright as the browser tests drive it), in both languages, cold (a
+fresh browser context: empty cache) and warm (the same page again in that context), ``--repeat`` times each. It
+prints, per page, the median of ``performance.getEntriesByType('navigation')[0]``'s ``domContentLoadedEventEnd`` and
+``loadEventEnd`` and of the first contentful paint, in seconds, as a Markdown table, and writes them as JSON with
+``--json``. A measurement, not a test: wall-clock times move with the machine's load (the tests assert counts:
+tests/test_browser_text_first.py).
+
+    .venv/bin/python scripts/page_load_times.py [--site _build/html] [--repeat 3] [--json times.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import statistics
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+TIMING = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const paint = performance.getEntriesByName('first-contentful-paint')[0];
+  return {dcl: nav.domContentLoadedEventEnd / 1000, load: nav.loadEventEnd / 1000,
+          fcp: paint ? paint.startTime / 1000 : null};
+}"""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def chapters(site: Path) -> list[str]:
+    """The book's pages (``book/*.html``, the assignments aside), as the table of contents builds them."""
+    if not (site / "book").is_dir():
+        raise SystemExit(f"page_load_times: expected a built site in {site} (run `bash scripts/build_book.sh`)")
+    return sorted(p.relative_to(site).as_posix() for p in (site / "book").glob("*.html"))
+
+
+def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, dict[str, float | None]]]:
+    """{page: {"cold"|"warm": {"dcl", "load", "fcp"}}}: medians over ``repeat`` visits, in seconds."""
+    from playwright.sync_api import sync_playwright
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    results: dict[str, dict[str, dict[str, float | None]]] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+            )
+            for page_name in pages:
+                runs: dict[str, list[dict[str, float | None]]] = {"cold": [], "warm": []}
+                for _ in range(repeat):
+                    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+                    page = context.new_page()
+                    for kind in ("cold", "warm"):
+                        page.goto(url + page_name, wait_until="load")
+                        page.wait_for_function("() => performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
+                        runs[kind].append(page.evaluate(TIMING))
+                    context.close()
+                results[page_name] = {
+                    kind: {
+                        key: (statistics.median(v) if (v := [r[key] for r in rs if r[key] is not None]) else None)
+                        for key in ("dcl", "load", "fcp")
+                    }
+                    for kind, rs in runs.items()
+                }
+                print(f"{page_name}: {results[page_name]}", file=sys.stderr, flush=True)
+            browser.close()
+    finally:
+        server.shutdown()
+    return results
+
+
+def table(results: dict[str, dict[str, dict[str, float | None]]]) -> str:
+    def s(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    lines = [
+        "| page | cold DCL | cold load | cold FCP | warm DCL | warm load | warm FCP |",
+        "| --- | --: | --: | --: | --: | --: | --: |",
+    ]
+    for page, r in results.items():
+        cells = [s(r[kind][key]) for kind in ("cold", "warm") for key in ("dcl", "load", "fcp")]
+        lines.append(f"| {page} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--site", type=Path, default=ROOT / "_build" / "html", help="the built site (default: %(default)s)"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="visits of each page, cold and warm (default: 3)")
+    parser.add_argument("--json", type=Path, help="also write the medians here")
+    parser.add_argument("--pages", nargs="*", help="only these pages (book/04_attention.html ...), both languages")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat: expected a number of visits of at least 1, got {args.repeat}")
+    english = args.pages or chapters(args.site)
+    pages = english + [f"zh/{p}" for p in english if (args.site / "zh" / p).is_file()]
+    results = measure(args.site, pages, args.repeat)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Text first (issue 41), plotly's toolbar in the page's language and a search that knows the readers' spellings
+(issue 44), on the built site (_build/html and its Chinese edition in zh/).
+
+- No page parses plotly.js or the search index in its head: plotly.min.js is fetched after the page's load event,
+  once, when the first figure is about to be drawn (book/_static/plotly-theme.js), and every figure a reader scrolls
+  to is drawn; printing draws them all. Counts and the order of events, never a wall-clock limit (the times
+  themselves: scripts/page_load_times.py).
+- A figure's toolbar speaks the page's language: plotly's own zh-CN locale on the Chinese pages
+  (book/_static/vendor/plotly/, scripts/vendor_js.sh).
+- Each spelling of transformer_lib/site/search_synonyms.toml ranks the page that explains the term first in the
+  Chinese site's search, as searchtools.js ranks it, and the result's snippet is the defining paragraph.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from site_browser import DESKTOP, DRAWN_TIMEOUT_MS, NO_SITE, NO_ZH_SITE, SITE, ZH
+
+from transformer_lib.site.search import read_synonyms
+
+pytestmark = pytest.mark.browser
+CHAPTER = "book/04_attention.html"  # a chapter with many figures, most of them far below the first screen
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _chapters() -> list[str]:
+    english = sorted(p.relative_to(SITE).as_posix() for p in (SITE / "book").glob("*.html")) if SITE.is_dir() else []
+    return english + [f"zh/{p}" for p in english if (ZH / p).is_file()]
+
+
+def _visit(browser, url: str):
+    context = browser.new_context(**DESKTOP)
+    tab = context.new_page()
+    tab.goto(url, wait_until="load")
+    return context, tab
+
+
+def _need(page: str) -> None:
+    if not (SITE / page).is_file():
+        pytest.skip(NO_ZH_SITE if page.startswith("zh/") else NO_SITE)
+
+
+@pytest.mark.parametrize("page", _chapters() or ["<no built site>"])
+def test_no_chapter_loads_plotly_or_the_search_index_as_it_opens(page: str) -> None:
+    _need(page)
+    html = (SITE / page).read_text(encoding="utf-8")
+    sources = re.findall(r"<script\b[^>]*\bsrc=\"([^\"]*)\"", html)
+    assert not [s for s in sources if re.search(r"(^|/)(plotly\.min|searchindex)\.js", s)], sources
+
+
+def _figures(tab) -> dict[str, int]:
+    """How many figures the page holds, how many of them a reader can reach (not in a folded or hidden view: their
+    container keeps the figure's place) and how many plotly has drawn."""
+    return tab.evaluate(
+        """() => { const all = [...document.querySelectorAll('.tl-plotly-figure')];
+                   return {all: all.length,
+                           reachable: all.filter(f => f.parentElement.getBoundingClientRect().height > 0).length,
+                           drawn: all.filter(f => f.classList.contains('js-plotly-plot')).length}; }"""
+    )
+
+
+@pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
+def test_plotly_comes_after_the_text_and_draws_every_figure_a_reader_scrolls_to(page: str, browser, site_url) -> None:
+    _need(page)
+    context, tab = _visit(browser, site_url + page)
+    try:
+        # plotly.min.js was not part of opening the page: requested (if yet) only after the load event
+        order = tab.evaluate(
+            """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
+                       plotly: performance.getEntriesByType('resource')
+                         .filter(r => /plotly\\.min\\.js/.test(r.name)).map(r => r.startTime)})"""
+        )
+        assert all(start >= order["load"] for start in order["plotly"]), order
+        at_first = _figures(tab)
+        assert at_first["all"] > 5 and at_first["drawn"] < at_first["reachable"], at_first  # drawn on demand
+        height = tab.evaluate("document.documentElement.scrollHeight")
+        for y in range(0, height + 900, 600):  # a reader scrolling to the end, a screen at a time
+            tab.evaluate(f"window.scrollTo(0, {y})")
+            tab.wait_for_timeout(30)
+        tab.wait_for_function(
+            """() => [...document.querySelectorAll('.tl-plotly-figure')]
+                 .filter(f => f.parentElement.getBoundingClientRect().height > 0)
+                 .every(f => f.classList.contains('js-plotly-plot'))""",
+            timeout=DRAWN_TIMEOUT_MS,
+        )
+        scrolled = _figures(tab)
+        assert scrolled["drawn"] >= scrolled["reachable"] > 5, scrolled
+        fetched = tab.evaluate(
+            "() => performance.getEntriesByType('resource').filter(r => /plotly\\.min\\.js/.test(r.name)).length"
+        )
+        assert fetched == 1, f"{page}: plotly.min.js fetched {fetched} times"
+        assert "plotly.js did not load" not in tab.inner_text("body")
+    finally:
+        context.close()
+
+
+def test_printing_draws_every_figure(browser, site_url) -> None:
+    """Chromium's print to PDF (what a reader's "Print" does): the page's beforeprint draws every figure, folded
+    ones included, once plotly.js is there (fetched when the browser is idle after the load event)."""
+    _need(CHAPTER)
+    context, tab = _visit(browser, site_url + CHAPTER)
+    try:
+        tab.wait_for_function("() => !!window.Plotly", timeout=DRAWN_TIMEOUT_MS)  # the idle-time fetch, no scrolling
+        before = _figures(tab)
+        pdf = tab.pdf()
+        after = _figures(tab)
+        assert pdf.startswith(b"%PDF")
+        assert before["drawn"] < before["all"] and after["drawn"] == after["all"] > 5, (before, after)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
+def test_the_toolbar_speaks_the_pages_language(page: str, browser, site_url) -> None:
+    _need(page)
+    context, tab = _visit(browser, site_url + page)
+    try:
+        tab.wait_for_selector(".tl-plotly-figure .modebar-btn[data-title]", state="attached", timeout=DRAWN_TIMEOUT_MS)
+        titles = tab.evaluate(
+            "() => [...document.querySelectorAll('.tl-plotly-figure .modebar-btn')].map(b => b.dataset.title)"
+        )
+        if page.startswith("zh/"):
+            assert "下载图表为PNG格式" in titles, titles  # plotly's zh-CN locale
+            assert all(CJK.search(t) for t in titles), [t for t in titles if not CJK.search(t)]
+        else:
+            assert "Download plot as a PNG" in titles, titles
+            assert not [t for t in titles if CJK.search(t)], titles
+    finally:
+        context.close()
+
+
+# searchtools.js's ranking: Search._performSearch's results, best last (its display pops them from the end)
+RANKED = """(query) => {
+  const [q, terms, excluded, highlight, objects] = Search._parseQuery(query);
+  return Search._performSearch(q, terms, excluded, highlight, objects).reverse().map(r => r[0]);
+}"""
+SPELLINGS = sorted({(word, term.page) for term in read_synonyms() for word in term.words})
+
+
+@pytest.fixture(scope="module")
+def zh_search(browser, site_url):
+    """The Chinese site's search page, its index loaded."""
+    if not (ZH / "search.html").is_file():
+        pytest.skip(NO_ZH_SITE)
+    context, tab = _visit(browser, site_url + "zh/search.html")
+    tab.wait_for_function("() => typeof Search !== 'undefined' && !!Search._index", timeout=DRAWN_TIMEOUT_MS)
+    yield tab
+    context.close()
+
+
+@pytest.mark.parametrize("word, page", SPELLINGS)
+def test_a_spelling_ranks_the_page_that_explains_it_first(word: str, page: str, zh_search) -> None:
+    ranked = zh_search.evaluate(RANKED, word)
+    rank = ranked.index(page) + 1 if page in ranked else "nowhere"
+    assert ranked and ranked[0] == page, f"searching {word!r}: {page} ranks {rank} of {len(ranked)} ({ranked[:3]})"
+
+
+@pytest.mark.parametrize("query", ["教师强制", "层归一化", "键值缓存", "dropout"])
+def test_the_first_results_snippet_is_the_definition(query: str, browser, site_url) -> None:
+    """The snippet under the first result is the paragraph that defines the term (the index entry's anchor: it holds
+    one of the term's spellings), not the page's table of contents or a formula's TeX source."""
+    if not (ZH / "search.html").is_file():
+        pytest.skip(NO_ZH_SITE)
+    (term,) = [t for t in read_synonyms() if query in t.words]
+    context, tab = _visit(browser, site_url + "zh/search.html?q=" + query)
+    try:
+        first = tab.locator("#search-results li").first
+        first.locator("p.context").wait_for(timeout=DRAWN_TIMEOUT_MS)
+        snippet = first.locator("p.context").inner_text()
+        assert any(word.lower() in snippet.lower() for word in term.words), snippet
+        assert "\\(" not in snippet and "$" not in snippet, snippet
+        assert first.locator("a").first.get_attribute("href").endswith("#" + term.anchor)
+    finally:
+        context.close()

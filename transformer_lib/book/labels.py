@@ -32,6 +32,7 @@ from typing import Any
 from .label_patterns import PATTERNS
 
 __all__ = [
+    "QUOTE",
     "CATALOGS",
     "catalog",
     "PATTERNS",
@@ -73,6 +74,11 @@ def catalog(lang: str) -> Mapping[str, str]:
     )
 
 
+# A label (or a line of one) that starts with this invisible character quotes an English term on purpose and stays
+# English in every language: appendix D's flowchart shows the paper's term over the notes' Chinese one (a word joiner,
+# U+2060, which a browser draws as nothing)
+QUOTE = "\u2060"
+
 # Where a plotly figure keeps words a reader sees (the keys whose string values are labels)
 _TEXT_KEYS = ("text", "name", "label", "prefix", "title", "hovertext")  # not under meta: see alt_sentence
 # A space-legend that the token figures append to an axis title (viz._with_space_legend)
@@ -99,8 +105,10 @@ def translate(label: str, lang: str) -> str:
     '嵌入<br>37000 × 512'
     >>> translate("self-attention<br>8 heads of d_k = 64", "zh")
     '自注意力<br>8 个头，d_k = 64'
+    >>> translate(QUOTE + "Scale: ÷ 8<br>缩放", "zh") == QUOTE + "Scale: ÷ 8<br>缩放"
+    True
     """
-    if lang == "en":
+    if lang == "en" or label.lstrip().startswith(QUOTE):
         return label
     labels = catalog(lang)
     if "<br>" in label and label.strip() not in labels:  # several lines: each on its own

@@ -143,7 +143,7 @@ _ORDINARY_NAMES = {"attention", "key", "value", "query", "memory", "token", "enc
 # What may keep English: code, math, roles, links, tags, a term's English in full-width brackets after its Chinese
 # (层规范化（LayerNorm）), a work's title in italics or quotes, a function's name in a formula (LayerNorm(x))
 _QUOTED = re.compile(
-    r"\{[\w:-]+\}`[^`]*`|(`+).+?\1|\$\$.+?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>\s]*>|（[^（）]*）|\*[^*\n]+\*"
+    r"\{[\w:-]+\}`[^`]*`|(`+).+?\1|\$\$.+?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>\s]*>|（[^（）]*）|(?<!\*)\*[^*\n]+\*(?!\*)"
     r"|“[^”]*”|\"[^\"]*\"|\b\w+\(",
     flags=re.S,
 )

@@ -94,8 +94,8 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^softmax of (\d+) scores, d_k = (\d+)$"), r"\1 个分数的 softmax，d_k = \2"),
         (re.compile(r"^Reversal, one head with d_k = (\d+)$"), r"反转任务，单个头，d_k = \1"),
         # the diagrams' hover text
-        (re.compile(r"^encoder stack × N = (\d+) identical layers$"), r"编码器：N = \1 个相同的层堆叠而成"),
-        (re.compile(r"^decoder stack × N = (\d+) identical layers$"), r"解码器：N = \1 个相同的层堆叠而成"),
+        (re.compile(r"^encoder stack × N = (\d+) identical layers$"), r"编码器栈：N = \1 个相同的层"),
+        (re.compile(r"^decoder stack × N = (\d+) identical layers$"), r"解码器栈：N = \1 个相同的层"),
         (re.compile(r"^embedding (\d+ × \d+.*)$"), r"嵌入 \1"),
         (
             re.compile(r"^d_k = (\d+) read from the module \(d_head\); keeps the scores' variance near 1, (§[\d.]+)$"),

@@ -75,7 +75,8 @@ def _build(tmp_path: Path, language: str) -> str:
     (src / "conf.py").write_text(
         "extensions = ['transformer_lib.site.i18n']\nhtml_theme = 'sphinx_book_theme'\n"
         f"html_title = {TITLE!r}\nhtml_theme_options = {{'extra_footer': {FOOTER!r}}}\n"
-        f"locale_dirs = [{str(ROOT / 'locale')!r}]\nhtml_search_language = 'en'\n",
+        f"locale_dirs = [{str(ROOT / 'locale')!r}]\nhtml_search_language = 'en'\n"
+        "author = 'The transformer-book authors'\ncopyright = '2026'\n",
         encoding="utf-8",
     )
     (src / "index.rst").write_text("Page\n====\n\nText.\n\nPart\n----\n\nMore.\n", encoding="utf-8")
@@ -93,6 +94,10 @@ def test_the_chinese_pages_title_footer_and_sidebar_buttons(tmp_path: Path) -> N
     zh = _build(tmp_path, "zh_CN")
     assert re.search(r"<title>[^<]*边运行边读懂 Attention Is All You Need</title>", zh)
     assert "正文中的每个数字都由一个隐藏的单元格检查" in zh and FOOTER not in zh
+    # the footer's author and copyright (issue 44)
+    assert "The transformer-book authors" in en and "© Copyright 2026." in en
+    assert "transformer-book 作者们" in zh and "© 2026 版权所有。" in zh and "The transformer-book authors" not in zh
+    assert "© Copyright" not in zh
     assert 'title="显示/隐藏导航栏"' in zh and 'title="显示/隐藏本页目录"' in zh
     assert not re.search(r'title="Toggle (primary|secondary) sidebar"', zh)
     # this page is not in TRANSLATED: the Chinese page the build writes opens its article with the notice

@@ -218,7 +218,7 @@ def test_a_chinese_page_shows_the_sites_own_words_in_chinese(tmp_path: Path, sph
     page = _build_notebook_site(tmp_path / "zh", ROOT / "locale")
     assert english_on_chinese_page(page) == []
     toggles = ("显示正文背后的检查", "隐藏检查", "显示代码", "<summary>提示</summary>", "<summary>解答</summary>")
-    names = ('placeholder="搜索本书……"', 'aria-label="主导航"', 'aria-label="展开Part的小节"')
+    names = ('placeholder="搜索本书……"', 'aria-label="主导航"', 'aria-label="展开小节：Part"')
     for chinese in (*toggles, "的源码，共", "（点击展开）", *names):
         assert chinese in page, chinese
     # planted: site.po without "Hint" and without the sidebar toggle's name
@@ -227,7 +227,7 @@ def test_a_chinese_page_shows_the_sites_own_words_in_chinese(tmp_path: Path, sph
     for name in ("site.po", "booktheme.po", "sphinx.po"):
         text = (ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / name).read_text(encoding="utf-8")
         if name == "site.po":
-            text = text.replace('msgstr "提示"', 'msgstr ""').replace('msgstr "展开{chapter}的小节"', 'msgstr ""')
+            text = text.replace('msgstr "提示"', 'msgstr ""').replace('msgstr "展开小节：{chapter}"', 'msgstr ""')
         (planted / name).write_text(text, encoding="utf-8")
     page = _build_notebook_site(tmp_path / "planted", planted.parents[1])
     assert english_on_chinese_page(page) == ["Hint", 'aria-label="Sections of Part"']

@@ -336,3 +336,29 @@ def test_the_notes_flowchart_keeps_the_papers_english_over_the_notes_chinese() -
     texts = [a.get("text", "") for a in _zh(ad.notes_flowchart(tl.MultiHeadAttention(32, 2)))["layout"]["annotations"]]
     scale = next(t for t in texts if "缩放" in t)
     assert scale.split("<br>")[0].endswith("Scale: ÷ √16 = ÷ 4") and scale.count("缩放") == 1, scale
+
+
+def test_the_tables_the_prose_reads_have_chinese_headers() -> None:
+    """2.2, 2.4, 7b's family table, 8.3, 8.6, 8.7 and 8.8 are pandas tables: the Chinese site renders their HTML
+    through the figures' catalog (labels.translate_table_html); their data (numbers, True, β2 = 0.999) stay."""
+    import pandas as pd
+
+    from transformer_lib.book.labels import translate_table_html
+
+    tables = [
+        pd.DataFrame([{"family": "encoder-only", "parameters": 1, "held-out exact match": 0.9,
+                       "training (s, from metadata)": 3.0, "decoder passes per output": 1}]).set_index("family"),
+        pd.DataFrame({"this library": {"attention weights": 4}, "T2T transformer_base_v1": {"attention weights": 0}})
+        .rename_axis("dropout at"),
+        pd.DataFrame([{"variant": "no warm-up", "separated": True, "vs recipe, per seed": "-0.1"}]).set_index("variant"),
+        pd.DataFrame([{"system": "chapter 7's translator (greedy)", "BLEU (ours)": 99.87, "exact match": 0.9}]),
+    ]  # fmt: skip
+    for table in tables:
+        html = translate_table_html(table.to_html(), "zh")
+        headers = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+        assert headers and not [h for h in headers if english_words(h) and h not in ("BLEU", "")], headers
+        numbers = re.compile(r"<td>([-\d.]+)</td>")
+        assert numbers.findall(html) == numbers.findall(table.to_html())  # the data stay as they are
+    assert "True" in translate_table_html(tables[2].to_html(), "zh")
+    planted = "<table><tr><th>held-out accuracy</th></tr></table>"
+    assert translate_table_html(planted, "zh") == planted  # a header not in the catalog stays English: the test sees it

@@ -149,6 +149,8 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^(\d+) heads of d_k = (\d+)$"), r"\1 个头，d_k = \2"),
         (re.compile(r"^(\d+) heads, K, V from encoder$"), r"\1 个头，K、V 来自编码器"),
         (re.compile(r"^step (\d+)$"), r"第 \1 步"),
+        (re.compile(r"^mean of the last (\d+) snapshots$"), r"最后 \1 个快照的均值"),
+        (re.compile(r"^recipe, seed (\d+)$"), r"配方，种子 \1"),
         (re.compile(r"^Linear (W<sup>[QKVO]</sup>)$"), r"线性层 \1"),
         (re.compile(r"^\((.*)\) each$"), r"各为 (\1)"),
         (re.compile(r"^Concat: (.*)$"), r"拼接：\1"),

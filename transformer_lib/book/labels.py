@@ -39,6 +39,7 @@ __all__ = [
     "translate",
     "translate_hover",
     "translate_figure",
+    "translate_table_html",
     "figure_texts",
     "menu_words",
     "say",
@@ -225,6 +226,32 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
             for frame in figure["frames"]
         ]
     return out
+
+
+# A table cell of pandas' HTML (a DataFrame's or a Styler's): its tag, attributes and text
+_TABLE_CELL = re.compile(r"(<t[hd]\b[^>]*>)([^<]*)(</t[hd]>)")
+
+
+def translate_table_html(page: str, lang: str) -> str:
+    """A pandas table's HTML (``DataFrame._repr_html_``, a Styler's) with every header, index entry and value cell that
+    is a label of the figures' catalog (or matched by a rule) in ``lang``; numbers, tokens and other data stay. The
+    site renders a notebook's table output through it, as it renders figures through :func:`translate_figure`.
+
+    >>> translate_table_html('<table><tr><th>family</th><td>encoder-only</td><td>0.93</td></tr></table>', "zh")
+    '<table><tr><th>家族</th><td>纯编码器</td><td>0.93</td></tr></table>'
+    """
+    if lang == "en" or "<table" not in page:
+        return page
+    import html as html_module
+
+    def cell(m: re.Match) -> str:
+        text = html_module.unescape(m.group(2)).strip()
+        if not text or not re.search(r"[A-Za-z]{2}", text):
+            return m.group(0)
+        chinese = translate(text, lang)
+        return m.group(0) if chinese == text else m.group(1) + html_module.escape(chinese, quote=False) + m.group(3)
+
+    return _TABLE_CELL.sub(cell, page)
 
 
 # A dropdown entry "kind=lstm, seq_len=16": its names and values (plotly-theme.js reads entries the same way)

@@ -319,7 +319,8 @@ def test_the_built_chinese_explorers_have_chinese_words() -> None:
 def test_an_attention_weights_hover_says_weight_not_value() -> None:
     """Beside 查询 and 键, a hover's 值 reads as V: an attention heatmap's cell is its 权重 (issue 44)."""
     weights = torch.softmax(torch.randn(3, 3), dim=-1)
-    for fig in (viz.attention_heatmap(weights, list("abc"), list("abc")), viz.cross_attention_heatmap(weights, list("abc"), list("xyz"))):  # fmt: skip
+    attention = viz.attention_heatmap(weights, list("abc"), list("abc"))
+    for fig in (attention, viz.cross_attention_heatmap(weights, list("abc"), list("xyz"))):
         hover = _zh(fig)["data"][0]["hovertemplate"]
         assert "权重：%{z:.3f}" in hover and "值" not in hover, hover
     assert "值：" in _zh(viz.heatmap(weights, list("abc"), list("xyz")))["data"][0]["hovertemplate"]
@@ -350,7 +351,8 @@ def test_the_tables_the_prose_reads_have_chinese_headers() -> None:
                        "training (s, from metadata)": 3.0, "decoder passes per output": 1}]).set_index("family"),
         pd.DataFrame({"this library": {"attention weights": 4}, "T2T transformer_base_v1": {"attention weights": 0}})
         .rename_axis("dropout at"),
-        pd.DataFrame([{"variant": "no warm-up", "separated": True, "vs recipe, per seed": "-0.1"}]).set_index("variant"),
+        pd.DataFrame([{"variant": "no warm-up", "separated": True, "vs recipe, per seed": "-0.1"}])
+        .set_index("variant"),
         pd.DataFrame([{"system": "chapter 7's translator (greedy)", "BLEU (ours)": 99.87, "exact match": 0.9}]),
     ]  # fmt: skip
     for table in tables:

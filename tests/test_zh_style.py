@@ -98,5 +98,5 @@ def test_a_planted_variant_breaks_the_style(planted: str) -> None:
 
 
 def test_what_the_style_allows() -> None:
-    assert not style_problems("**目标**：编码器层共有 6300 万个参数，精确地说是 63,082,496 个；增大 20%，在 4000 步内。")
+    assert not style_problems("**目标**：共有 6300 万个参数，精确地说是 63,082,496 个；增大 20%，在 4000 步内。")
     assert not style_problems("《动手学深度学习》说“值”；Bengio 等（1994）；`x = 4,000` 与 $10,000$ 是代码和公式")

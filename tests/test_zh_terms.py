@@ -178,7 +178,12 @@ def test_no_catalog_leaves_a_glossary_term_in_english():
 
 @pytest.mark.parametrize(
     "planted",
-    ["6.6 用 LayerNorm，而不用 BatchNorm", "这就是 **post-LN**。", "还有注意力权重和 FFN 的隐藏层", "用 beam search 解码"],
+    [
+        "6.6 用 LayerNorm，而不用 BatchNorm",
+        "这就是 **post-LN**。",
+        "还有注意力权重和 FFN 的隐藏层",
+        "用 beam search 解码",
+    ],
 )
 def test_a_planted_english_term_fails(planted: str) -> None:
     assert english_term_problems("book/06b_encoder_block", "", planted), planted

@@ -207,8 +207,8 @@ def _templates(app: Any, config: Any) -> None:
 
 
 def _title_and_footer(context: dict) -> None:
-    """The book's title and footer (``_config.yml``'s ``title``, ``extra_footer`` and ``author``) in the page's language, from
-    the project's ``booktheme.po``: Sphinx translates neither."""
+    """The book's title and footer (``_config.yml``'s ``title``, ``extra_footer`` and ``author``) in the page's
+    language, from the project's ``booktheme.po``: Sphinx translates none of them."""
     from sphinx.locale import get_translation
 
     words = get_translation(THEME_CATALOG)

@@ -364,3 +364,14 @@ def test_the_tables_the_prose_reads_have_chinese_headers() -> None:
     assert "True" in translate_table_html(tables[2].to_html(), "zh")
     planted = "<table><tr><th>held-out accuracy</th></tr></table>"
     assert translate_table_html(planted, "zh") == planted  # a header not in the catalog stays English: the test sees it
+
+
+def test_a_chinese_axis_writes_whole_numbers_not_si_suffixes() -> None:
+    """Chapter 8's schedule reads 20000 on the Chinese site, not plotly's "20k"; a log axis keeps its own format."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[0, 20000], y=[1e-4, 1e-3]))
+    fig.update_layout(yaxis=dict(type="log", exponentformat="power"))
+    layout = _zh(fig)["layout"]
+    assert layout["xaxis"]["exponentformat"] == "none" and layout["yaxis"]["exponentformat"] == "power"
+    assert "exponentformat" not in json.loads(fig.to_json())["layout"].get("xaxis", {})  # the English site's as drawn

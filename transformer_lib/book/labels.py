@@ -198,6 +198,23 @@ def _walk(node: Any, lang: str) -> Any:
     return node
 
 
+_AXIS = re.compile(r"^[xy]axis\d*$")
+
+
+def _without_si_suffixes(layout: Any) -> Any:
+    """A layout whose axes write whole numbers (20000, not plotly's default "20k"): an SI suffix is an English
+    abbreviation to a Chinese reader. An axis that chose its own format (``exponentformat="power"`` on a log axis)
+    keeps it.
+
+    >>> _without_si_suffixes({"xaxis": {"title": "步"}, "yaxis2": {"exponentformat": "power"}})
+    {'xaxis': {'exponentformat': 'none', 'title': '步'}, 'yaxis2': {'exponentformat': 'power'}}
+    """
+    if not isinstance(layout, dict):
+        return layout
+    axes = {key: value for key, value in layout.items() if _AXIS.match(key) and isinstance(value, dict)}
+    return {**layout, **{key: {"exponentformat": "none", **axis} for key, axis in axes.items()}}
+
+
 def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
     """A copy of a plotly figure (its JSON as a dict) with its layout's labels and its traces' names in ``lang``.
 
@@ -208,7 +225,7 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
     translate("", lang)  # a clear error for an unknown language
     out = copy.copy(figure)
     if "layout" in figure:
-        out["layout"] = _walk(figure["layout"], lang)
+        out["layout"] = _without_si_suffixes(_walk(figure["layout"], lang))
     if "data" in figure:
         out["data"] = [_trace(trace, lang) for trace in figure["data"]]
     words = menu_words(figure, lang)

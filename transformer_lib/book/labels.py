@@ -206,12 +206,15 @@ def _without_si_suffixes(layout: Any) -> Any:
     abbreviation to a Chinese reader. An axis that chose its own format (``exponentformat="power"`` on a log axis)
     keeps it.
 
-    >>> _without_si_suffixes({"xaxis": {"title": "步"}, "yaxis2": {"exponentformat": "power"}})
-    {'xaxis': {'exponentformat': 'none', 'title': '步'}, 'yaxis2': {'exponentformat': 'power'}}
+    >>> _without_si_suffixes({"xaxis": {"title": "步"}, "yaxis2": {"exponentformat": "power"}})["yaxis2"]
+    {'exponentformat': 'power'}
+    >>> _without_si_suffixes({"xaxis": {"title": "步"}})
+    {'xaxis': {'exponentformat': 'none', 'title': '步'}, 'yaxis': {'exponentformat': 'none'}}
     """
     if not isinstance(layout, dict):
         return layout
-    axes = {key: value for key, value in layout.items() if _AXIS.match(key) and isinstance(value, dict)}
+    axes = {"xaxis": {}, "yaxis": {}}  # the first axes may be left to plotly's defaults
+    axes.update({key: value for key, value in layout.items() if _AXIS.match(key) and isinstance(value, dict)})
     return {**layout, **{key: {"exponentformat": "none", **axis} for key, axis in axes.items()}}
 
 

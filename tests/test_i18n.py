@@ -120,7 +120,7 @@ def _page_context_hook(language: str):
     """The html-page-context handler that i18n.setup connects, with an app as Sphinx would pass it (two pages)."""
     handlers = {}
     app = types.SimpleNamespace(
-        connect=lambda event, handler: handlers.setdefault(event, handler),
+        connect=lambda event, handler, priority=500: handlers.setdefault(event, handler),
         add_transform=lambda transform: None,
         add_post_transform=lambda transform: None,
         config=types.SimpleNamespace(language=language),

@@ -375,3 +375,13 @@ def test_a_chinese_axis_writes_whole_numbers_not_si_suffixes() -> None:
     layout = _zh(fig)["layout"]
     assert layout["xaxis"]["exponentformat"] == "none" and layout["yaxis"]["exponentformat"] == "power"
     assert "exponentformat" not in json.loads(fig.to_json())["layout"].get("xaxis", {})  # the English site's as drawn
+
+
+def test_a_diagrams_screen_reader_title_is_chinese_when_its_shown_title_is() -> None:
+    """The intro's diagram: its title shows in two translated lines, and its text alternative says the same."""
+    from transformer_lib.site.figures import alt_text
+
+    title = "The Transformer (base model): encoder (left), decoder (right)"
+    figure = _zh(diagrams.transformer_diagram(tl.Transformer(tl.TransformerConfig()), title=title))
+    alt = alt_text(figure, "zh")
+    assert "Transformer（基础模型）：编码器（左），解码器（右）" in alt and "encoder" not in alt, alt

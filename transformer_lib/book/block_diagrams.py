@@ -16,7 +16,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .labels import alt_meta
+from .labels import alt_meta, spaces_outside_brackets
 from .style import COLORS, check_backend, mpl_figure
 
 __all__ = ["Box", "Arrow", "block_diagram", "layout_diagram", "diagram_facts", "DIM_TEXT"]
@@ -101,20 +101,6 @@ def _points(a: Box, b: Box, route: str, lane: float = 0.15) -> list[tuple[float,
     return [(x0, a.y + up * a.height / 2), (x1, b.y - up * b.height / 2)]
 
 
-def _spaces_outside_brackets(text: str) -> list[int]:
-    """The indices of the spaces of ``text`` that no bracket encloses.
-
-    >>> _spaces_outside_brackets("KV cache: K, V (B, H, L, D) per layer")
-    [2, 9, 12, 14, 27, 31]
-    """
-    depth, spaces = 0, []
-    for i, c in enumerate(text):
-        depth += (c in "([{") - (c in ")]}")
-        if c == " " and depth == 0:
-            spaces.append(i)
-    return spaces
-
-
 def layout_diagram(
     fig: go.Figure,
     x_range: tuple[float, float],
@@ -129,7 +115,7 @@ def layout_diagram(
     lines = 0 if not title else 1
     facts = diagram_facts(fig, title)  # before the title is broken into lines
     if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
-        spaces = _spaces_outside_brackets(title)  # never inside a shape: "(B, H, L, D)" stays on one line
+        spaces = spaces_outside_brackets(title)  # never inside a shape: "(B, H, L, D)" stays on one line
         if spaces:
             middle = len(title) / 2
             cut = min(spaces, key=lambda i: abs(i - middle))

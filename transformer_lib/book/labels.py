@@ -45,6 +45,7 @@ __all__ = [
     "say",
     "alt_sentence",
     "alt_meta",
+    "spaces_outside_brackets",
 ]
 
 # The figures' catalog of each language but English, in the repository's locale folder beside the pages' catalogs
@@ -331,6 +332,21 @@ def _plain(text: Any) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", str(text)).split())
 
 
+def spaces_outside_brackets(text: str) -> list[int]:
+    """The indices of the spaces of ``text`` that no bracket encloses: where a long title may break (a diagram's
+    title is broken at the one nearest its middle, and its text alternative is translated the same way).
+
+    >>> spaces_outside_brackets("KV cache: K, V (B, H, L, D) per layer")
+    [2, 9, 12, 14, 27, 31]
+    """
+    depth, spaces = 0, []
+    for i, c in enumerate(text):
+        depth += (c in "([{") - (c in ")]}")
+        if c == " " and depth == 0:
+            spaces.append(i)
+    return spaces
+
+
 def say(template: str, lang: str, **values: Any) -> str:
     """A sentence of the site's own (a text alternative, a message in a figure's place) in ``lang``: ``template``, an
     English sentence with ``{named}`` places, is a msgid of the figures' catalog, whose msgstr puts the same places in
@@ -379,6 +395,16 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
     if kind not in head:
         raise ValueError(f"facts: expected a kind among {sorted(head)}, got {kind!r}")
     title = word(facts.get("title"))
+    if facts.get("title") and lang != "en" and title == _plain(str(facts["title"])):  # a title the figure shows broken
+        text = str(facts["title"])
+        spaces = spaces_outside_brackets(text)
+        if spaces:
+            cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
+            title = re.sub(
+                r"(?<=[\u4e00-\u9fff\uff00-\uffef]) (?=[\u4e00-\u9fff\uff00-\uffef])",
+                "",
+                word(text[:cut] + "<br>" + text[cut + 1 :]),
+            )
     named = say(head[kind], lang)
     named = say("{kind}: {title}", lang, kind=named, title=title) if title else named
     more = int(facts.get("more") or 0)

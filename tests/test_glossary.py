@@ -26,7 +26,6 @@ D2L_TERMS = {
     "masked self-attention": "掩蔽自注意力",
     "beam search": "束搜索",
     "one-hot vector": "独热向量",
-    "mean pooling": "平均汇聚",
     "token ID": "词元索引",
     "encoder layer": "编码器层",
     "residual stream": "残差流",

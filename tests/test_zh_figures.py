@@ -31,15 +31,15 @@ import transformer_lib as tl
 from transformer_lib.book import attention_diagrams as ad
 from transformer_lib.book import diagrams, viz
 from transformer_lib.book import flow_diagrams as fd
-from transformer_lib.book.labels import catalog, translate_figure
+from transformer_lib.book.labels import QUOTE, catalog, translate_figure
 from transformer_lib.book.pretrained import attention_explorer_html
 
 ZH_SITE = Path(__file__).resolve().parents[1] / "_build" / "html" / "zh"
 
 # Latin words a Chinese label keeps: math and code, and the names the glossary keeps in English
 ALLOWED = {
-    *"softmax SoftMax Softmax LayerNorm Linear MatMul Dropout relu ReLU gelu GELU Adam".split(),
-    *"Transformer RNN LSTM GRU BPE BLEU FLOPs SDPA eager sdpa KV PE LN post pre Post Pre base big".split(),
+    *"softmax SoftMax Softmax MatMul Dropout ReLU GELU Adam".split(),  # LayerNorm, Linear: 层规范化, 线性层 (issue 44)
+    *"Transformer RNN LSTM GRU BPE BLEU FLOPs SDPA eager sdpa KV PE LN".split(),  # base/big: 基础模型/大模型
     *"top cpu cuda ms MB MiB GiB log exp max min Var Frenchy Tensor CLS SEP bos eos pad unk sep cls".split(),
     *"pos dim inf view transpose weight".split(),  # code: "view 为 (B, T, H, D)", "x @ weight.T"
 }
@@ -62,6 +62,8 @@ def english_words(label: str) -> list[str]:
     text = re.sub(r"%\{[^}]*\}|<extra>|</extra>|<sup>.*?</sup>|<sub>.*?</sub>", " ", label)
     words: list[str] = []
     for line in re.split(r"<br>|\n", text):
+        if line.lstrip().startswith(QUOTE):  # an English term quoted on purpose (appendix D's flowchart)
+            continue
         line = re.sub(r"<[^>]+>", " ", line)
         line = line.split("：", 1)[0] if re.search(r"[\u4e00-\u9fff]", line.split("：", 1)[0]) else line
         line = _CODE.sub(" ", _QUOTED.sub(" ", line))
@@ -312,3 +314,74 @@ def test_the_built_chinese_explorers_have_chinese_words() -> None:
     assert explorers, f"no attention explorer on {page}"
     problems = [p for part in explorers for p in explorer_problems(explorer_words(part))]
     assert not problems, "English in the explorer's Chinese words:\n" + "\n".join(problems)
+
+
+def test_an_attention_weights_hover_says_weight_not_value() -> None:
+    """Beside 查询 and 键, a hover's 值 reads as V: an attention heatmap's cell is its 权重 (issue 44)."""
+    weights = torch.softmax(torch.randn(3, 3), dim=-1)
+    attention = viz.attention_heatmap(weights, list("abc"), list("abc"))
+    for fig in (attention, viz.cross_attention_heatmap(weights, list("abc"), list("xyz"))):
+        hover = _zh(fig)["data"][0]["hovertemplate"]
+        assert "权重：%{z:.3f}" in hover and "值" not in hover, hover
+    assert "值：" in _zh(viz.heatmap(weights, list("abc"), list("xyz")))["data"][0]["hovertemplate"]
+
+
+def test_a_shape_in_a_diagram_title_stays_on_one_line() -> None:
+    model = tl.Transformer(tl.TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4, d_ff=64,
+                                                n_encoder_layers=1, n_decoder_layers=1, max_len=16))  # fmt: skip
+    title = _zh(fd.kv_cache_diagram(model, torch.tensor([[4, 5, 6]])))["layout"]["title"]["text"]
+    assert "(B, H, L, D)" in title and "<br>" in title and title.count("<br>") == 1, title
+
+
+def test_the_notes_flowchart_keeps_the_papers_english_over_the_notes_chinese() -> None:
+    texts = [a.get("text", "") for a in _zh(ad.notes_flowchart(tl.MultiHeadAttention(32, 2)))["layout"]["annotations"]]
+    scale = next(t for t in texts if "缩放" in t)
+    assert scale.split("<br>")[0].endswith("Scale: ÷ √16 = ÷ 4") and scale.count("缩放") == 1, scale
+
+
+def test_the_tables_the_prose_reads_have_chinese_headers() -> None:
+    """2.2, 2.4, 7b's family table, 8.3, 8.6, 8.7 and 8.8 are pandas tables: the Chinese site renders their HTML
+    through the figures' catalog (labels.translate_table_html); their data (numbers, True, β2 = 0.999) stay."""
+    import pandas as pd
+
+    from transformer_lib.book.labels import translate_table_html
+
+    tables = [
+        pd.DataFrame([{"family": "encoder-only", "parameters": 1, "held-out exact match": 0.9,
+                       "training (s, from metadata)": 3.0, "decoder passes per output": 1}]).set_index("family"),
+        pd.DataFrame({"this library": {"attention weights": 4}, "T2T transformer_base_v1": {"attention weights": 0}})
+        .rename_axis("dropout at"),
+        pd.DataFrame([{"variant": "no warm-up", "separated": True, "vs recipe, per seed": "-0.1"}])
+        .set_index("variant"),
+        pd.DataFrame([{"system": "chapter 7's translator (greedy)", "BLEU (ours)": 99.87, "exact match": 0.9}]),
+    ]  # fmt: skip
+    for table in tables:
+        html = translate_table_html(table.to_html(), "zh")
+        headers = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+        assert headers and not [h for h in headers if english_words(h) and h not in ("BLEU", "")], headers
+        numbers = re.compile(r"<td>([-\d.]+)</td>")
+        assert numbers.findall(html) == numbers.findall(table.to_html())  # the data stay as they are
+    assert "True" in translate_table_html(tables[2].to_html(), "zh")
+    planted = "<table><tr><th>held-out accuracy</th></tr></table>"
+    assert translate_table_html(planted, "zh") == planted  # a header not in the catalog stays English: the test sees it
+
+
+def test_a_chinese_axis_writes_whole_numbers_not_si_suffixes() -> None:
+    """Chapter 8's schedule reads 20000 on the Chinese site, not plotly's "20k"; a log axis keeps its own format."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[0, 20000], y=[1e-4, 1e-3]))
+    fig.update_layout(yaxis=dict(type="log", exponentformat="power"))
+    layout = _zh(fig)["layout"]
+    assert layout["xaxis"]["exponentformat"] == "none" and layout["yaxis"]["exponentformat"] == "power"
+    assert "exponentformat" not in json.loads(fig.to_json())["layout"].get("xaxis", {})  # the English site's as drawn
+
+
+def test_a_diagrams_screen_reader_title_is_chinese_when_its_shown_title_is() -> None:
+    """The intro's diagram: its title shows in two translated lines, and its text alternative says the same."""
+    from transformer_lib.site.figures import alt_text
+
+    title = "The Transformer (base model): encoder (left), decoder (right)"
+    figure = _zh(diagrams.transformer_diagram(tl.Transformer(tl.TransformerConfig()), title=title))
+    alt = alt_text(figure, "zh")
+    assert "Transformer（基础模型）：编码器（左），解码器（右）" in alt and "encoder" not in alt, alt

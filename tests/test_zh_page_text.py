@@ -75,7 +75,8 @@ def _build(tmp_path: Path, language: str) -> str:
     (src / "conf.py").write_text(
         "extensions = ['transformer_lib.site.i18n']\nhtml_theme = 'sphinx_book_theme'\n"
         f"html_title = {TITLE!r}\nhtml_theme_options = {{'extra_footer': {FOOTER!r}}}\n"
-        f"locale_dirs = [{str(ROOT / 'locale')!r}]\nhtml_search_language = 'en'\n",
+        f"locale_dirs = [{str(ROOT / 'locale')!r}]\nhtml_search_language = 'en'\n"
+        "author = 'The transformer-book authors'\ncopyright = '2026'\n",
         encoding="utf-8",
     )
     (src / "index.rst").write_text("Page\n====\n\nText.\n\nPart\n----\n\nMore.\n", encoding="utf-8")
@@ -93,6 +94,10 @@ def test_the_chinese_pages_title_footer_and_sidebar_buttons(tmp_path: Path) -> N
     zh = _build(tmp_path, "zh_CN")
     assert re.search(r"<title>[^<]*边运行边读懂 Attention Is All You Need</title>", zh)
     assert "正文中的每个数字都由一个隐藏的单元格检查" in zh and FOOTER not in zh
+    # the footer's author and copyright (issue 44)
+    assert "The transformer-book authors" in en and "© Copyright 2026." in en
+    assert "transformer-book 作者们" in zh and "© 2026 版权所有。" in zh and "The transformer-book authors" not in zh
+    assert "© Copyright" not in zh
     assert 'title="显示/隐藏导航栏"' in zh and 'title="显示/隐藏本页目录"' in zh
     assert not re.search(r'title="Toggle (primary|secondary) sidebar"', zh)
     # this page is not in TRANSLATED: the Chinese page the build writes opens its article with the notice
@@ -213,7 +218,7 @@ def test_a_chinese_page_shows_the_sites_own_words_in_chinese(tmp_path: Path, sph
     page = _build_notebook_site(tmp_path / "zh", ROOT / "locale")
     assert english_on_chinese_page(page) == []
     toggles = ("显示正文背后的检查", "隐藏检查", "显示代码", "<summary>提示</summary>", "<summary>解答</summary>")
-    names = ('placeholder="搜索本书……"', 'aria-label="主导航"', 'aria-label="展开Part的小节"')
+    names = ('placeholder="搜索本书……"', 'aria-label="主导航"', 'aria-label="展开小节：Part"')
     for chinese in (*toggles, "的源码，共", "（点击展开）", *names):
         assert chinese in page, chinese
     # planted: site.po without "Hint" and without the sidebar toggle's name
@@ -222,7 +227,7 @@ def test_a_chinese_page_shows_the_sites_own_words_in_chinese(tmp_path: Path, sph
     for name in ("site.po", "booktheme.po", "sphinx.po"):
         text = (ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / name).read_text(encoding="utf-8")
         if name == "site.po":
-            text = text.replace('msgstr "提示"', 'msgstr ""').replace('msgstr "展开{chapter}的小节"', 'msgstr ""')
+            text = text.replace('msgstr "提示"', 'msgstr ""').replace('msgstr "展开小节：{chapter}"', 'msgstr ""')
         (planted / name).write_text(text, encoding="utf-8")
     page = _build_notebook_site(tmp_path / "planted", planted.parents[1])
     assert english_on_chinese_page(page) == ["Hint", 'aria-label="Sections of Part"']

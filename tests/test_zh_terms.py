@@ -24,12 +24,20 @@ VARIANTS: dict[str, str] = {
     r"隐藏状态": "隐状态",  # zh.d2l.ai §8.4
     r"屏蔽|遮蔽|掩码自注意力": "掩蔽 (掩蔽自注意力)",  # zh.d2l.ai §10.7; the mask itself stays 掩码
     r"平均池化": "平均汇聚",  # zh.d2l.ai: 汇聚层, pooling layer
-    r"贪婪解码|贪婪搜索": "贪心搜索",
+    r"贪婪解码|贪婪搜索|贪心解码": "贪心搜索",  # greedy decoding: the glossary's one name (issue 44)
+    r"温度系数": "温度",  # temperature
+    r"学习得到的位置(?:表|嵌入)|可学习的位置编码": "学习得到的位置编码",  # the learned positional table, one name
+    r"前馈层|(?<![\w{])FFN(?![\w(])": "前馈网络 (feed-forward network; FFN in formulas only)",
+    r"层堆叠": "栈 (编码器栈 / 解码器栈)",
+    r"批次": "批量",
+    r"编码器-解码器": "编码器－解码器 (a full-width hyphen, in the prose and the figures alike)",
+    r"n-gram|n 元组": "n 元语法",
     r"教师强制": "强制教学",
     r"(?<!（)one-hot": "独热 (the English in brackets after it at most: 独热（one-hot）)",
     r"(?<![子级])词分词器|单词分词器": "词级分词器",  # word tokenizer
     r"编码器块|解码器块": "编码器层 / 解码器层",  # encoder/decoder block: the glossary's 编码器层
     r"base 模型|Base 模型": "基础模型",
+    r"big 模型|Big 模型": "大模型",
     r"本章概览": "本章内容",  # "In this chapter"
     r"列印": "打印",  # mainland usage
     r"提示和答案|[显隐][示藏]答案": "解答 (Solution: 提示和解答, 显示解答)",  # 答案 stays where it is an answer
@@ -120,3 +128,71 @@ def test_the_figures_catalog_is_checked_and_its_rules_use_no_variant():
         f"{english!r}: {problem}" for english, chinese in pairs for problem in variant_problems(english, chinese)
     ]
     assert not problems, problems
+
+
+# --------------------------------------------------------------------------------------------------------------
+# English terms in the Chinese prose (issue 44): a term the glossary gives in Chinese is written in Chinese
+# --------------------------------------------------------------------------------------------------------------
+# Spellings of glossary terms that the English pages use besides the glossary's row name
+ENGLISH_ALIASES = {"LayerNorm", "BatchNorm", "post-LN", "pre-LN", "FFN", "warmup", "greedy search", "nucleus sampling"}
+# Glossary names that are also ordinary words, identifiers or argument names (key, value, memory ...): a Chinese
+# sentence may name the argument; the catalogs' term check (tests/test_i18n.py) leaves them out for the same reason
+_ORDINARY_NAMES = {"attention", "key", "value", "query", "memory", "token", "encoder", "decoder", "embedding", "stack",
+                   "batch", "alignment", "vocabulary", "sampling", "logits",
+                   "[CLS]", "[SEP]", "BLEU", "WordPiece", "LSTM", "GRU", "KV cache", "parallelism"}  # fmt: skip
+# What may keep English: code, math, roles, links, tags, a term's English in full-width brackets after its Chinese
+# (层规范化（LayerNorm）), a work's title in italics or quotes, a function's name in a formula (LayerNorm(x))
+_QUOTED = re.compile(
+    r"\{[\w:-]+\}`[^`]*`|(`+).+?\1|\$\$.+?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>\s]*>|（[^（）]*）|(?<!\*)\*[^*\n]+\*(?!\*)"
+    r"|“[^”]*”|\"[^\"]*\"|\b\w+\(",
+    flags=re.S,
+)
+
+
+def english_terms() -> list[str]:
+    """The English names of the glossary's rows that have a Chinese term, and the pages' other spellings of them."""
+    names = {n for t in read_glossary() if t.chinese for n in t.english} | ENGLISH_ALIASES
+    return sorted(names - _ORDINARY_NAMES, key=len, reverse=True)
+
+
+_ENGLISH = re.compile(
+    r"(?<![\w<-])(" + "|".join(re.escape(n) for n in english_terms()) + r")s?(?![\w-])", flags=re.IGNORECASE
+)
+
+
+def english_term_problems(page: str, msgid: str, msgstr: str) -> list[str]:
+    """The glossary terms a translation leaves in English outside code, math, titles, quotes and brackets. The
+    glossary's own cells that quote the notes' English ("Encoder-Decoder Attention") keep it."""
+    found = _ENGLISH.findall(_QUOTED.sub(" ", msgstr))
+    return [f"{word!r} has a Chinese term" for word in found if not (page == "book/glossary" and word in msgid)]
+
+
+def test_no_catalog_leaves_a_glossary_term_in_english():
+    problems = [
+        f"{page}: {problem}: {msgstr[:60]!r}"
+        for page, msgid, msgstr in _messages()
+        for problem in english_term_problems(page, msgid, msgstr)
+    ]
+    assert not problems, problems
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "6.6 用 LayerNorm，而不用 BatchNorm",
+        "这就是 **post-LN**。",
+        "还有注意力权重和 FFN 的隐藏层",
+        "用 beam search 解码",
+    ],
+)
+def test_a_planted_english_term_fails(planted: str) -> None:
+    assert english_term_problems("book/06b_encoder_block", "", planted), planted
+    # the same term as its Chinese's English in brackets, a formula's function or a title in italics is kept
+    assert not english_term_problems("book/x", "", "层规范化（LayerNorm）、LayerNorm(x) 和 *Layer Normalization*")
+
+
+@pytest.mark.parametrize(
+    "planted", ["在 4 个批次上", "学习得到的位置表", "编码器-解码器，交叉注意力", "温度系数 T", "做贪心解码", "前馈层"]
+)
+def test_a_second_name_for_one_concept_fails(planted: str) -> None:
+    assert variant_problems("", planted), planted

@@ -15,6 +15,7 @@ from torch import nn
 
 from ..attention import MultiHeadAttention
 from .block_diagrams import Arrow, Box, block_diagram
+from .labels import QUOTE
 from .style import COLORS
 
 __all__ = [
@@ -87,8 +88,11 @@ def scaled_dot_product_diagram(
             "each query's output: a weighted average of the value rows",
         ),
     ]
+    # the notes' flowchart compares the paper's English term with the notes' Chinese one: the English line is quoted,
+    # so that the Chinese site keeps it (labels.QUOTE) instead of showing the same word twice ("缩放 / 缩放")
+    quote = QUOTE if notes_terms else ""
     boxes += [
-        Box(name, label + terms[name], -0.75, row, 2.6, 0.62, color, hover=hover)
+        Box(name, quote + label + terms[name], -0.75, row, 2.6, 0.62, color, hover=hover)
         for name, label, row, color, hover in steps
     ]
     arrows: list[tuple[str, ...] | Arrow] = [

@@ -104,6 +104,7 @@ def attention_grid(
                 1,
                 None,
                 names=("query", "key"),
+                value_name="weight",
                 cells_in_figure=w.size,
                 visible=(lay, hd) == (0, 0),
                 name=f"layer {lay + 1}, head {hd + 1}",

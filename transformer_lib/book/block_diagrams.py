@@ -16,7 +16,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .labels import alt_meta
+from .labels import alt_meta, spaces_outside_brackets
 from .style import COLORS, check_backend, mpl_figure
 
 __all__ = ["Box", "Arrow", "block_diagram", "layout_diagram", "diagram_facts", "DIM_TEXT"]
@@ -115,7 +115,7 @@ def layout_diagram(
     lines = 0 if not title else 1
     facts = diagram_facts(fig, title)  # before the title is broken into lines
     if title and len(title) > design_width // 10:  # plotly never wraps a title: break it at the middle space
-        spaces = [i for i, c in enumerate(title) if c == " "]
+        spaces = spaces_outside_brackets(title)  # never inside a shape: "(B, H, L, D)" stays on one line
         if spaces:
             middle = len(title) / 2
             cut = min(spaces, key=lambda i: abs(i - middle))

@@ -48,10 +48,13 @@ def heatmap_trace(
     *,
     text=None,
     names: tuple[str, str] = ("row", "column"),
+    value_name: str = "value",
     cells_in_figure: int = 0,
     **kw,
 ) -> go.Heatmap:
-    """One plotly heatmap trace of ``z`` on numeric axes, with hover text naming the row and column labels."""
+    """One plotly heatmap trace of ``z`` on numeric axes, with hover text naming the row and column labels and the
+    cell's value (``value_name``: "weight" for attention weights, so that a reader beside "query" and "key" does not
+    take it for V)."""
     # Numeric axes with tick text: a repeated token ("the ... the") must stay two columns, not merge into one.
     # Hover shows the labels through customdata, but only for token-sized figures: it costs two strings a cell.
     small = max(cells_in_figure, len(x_labels) * len(y_labels)) <= 4096
@@ -68,7 +71,7 @@ def heatmap_trace(
         zmid=zmid,
         text=text,
         texttemplate="%{text}" if text is not None else None,
-        hovertemplate=f"{names[0]}: {where[0]}<br>{names[1]}: {where[1]}<br>value: %{{z:.3f}}<extra></extra>",
+        hovertemplate=f"{names[0]}: {where[0]}<br>{names[1]}: {where[1]}<br>{value_name}: %{{z:.3f}}<extra></extra>",
         **kw,
     )
 
@@ -156,6 +159,7 @@ def heatmap(
     zmax: float | None = None,
     show_values: bool = False,
     hover_names: tuple[str, str] = ("row", "column"),
+    hover_value: str = "value",
     square: bool = False,
     cell_text: Sequence[Sequence[Any]] | None = None,
     show_scale: bool = True,
@@ -166,6 +170,7 @@ def heatmap(
     ``diverging=True`` uses the red-blue scale centred at 0 (for signed values); otherwise light-to-dark blue.
     ``square=True`` keeps the cells square (token-by-token grids); plotly only. ``cell_text`` writes a string
     in each cell (say, the token at that place) at a fixed, readable size; ``show_scale=False`` drops the colour bar.
+    ``hover_names`` name the row and the column in the hover text, ``hover_value`` the cell ("weight" for attention).
 
     Shape:
         z: (rows, cols); cell_text: (rows, cols)
@@ -196,6 +201,7 @@ def heatmap(
             0.0 if diverging else None,
             text=text,
             names=hover_names,
+            value_name=hover_value,
             showscale=show_scale,
             **extra,
         )
@@ -244,6 +250,7 @@ def attention_heatmap(
         zmax=1.0,
         show_values=show_values,
         hover_names=("query", "key"),
+        hover_value="weight",
         square=True,
         backend=backend,
     )
@@ -281,6 +288,7 @@ def cross_attention_heatmap(
         zmax=1.0,
         show_values=show_values,
         hover_names=("target", "source"),
+        hover_value="weight",
         square=True,
         backend=backend,
     )

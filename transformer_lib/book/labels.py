@@ -32,17 +32,20 @@ from typing import Any
 from .label_patterns import PATTERNS
 
 __all__ = [
+    "QUOTE",
     "CATALOGS",
     "catalog",
     "PATTERNS",
     "translate",
     "translate_hover",
     "translate_figure",
+    "translate_table_html",
     "figure_texts",
     "menu_words",
     "say",
     "alt_sentence",
     "alt_meta",
+    "spaces_outside_brackets",
 ]
 
 # The figures' catalog of each language but English, in the repository's locale folder beside the pages' catalogs
@@ -73,6 +76,11 @@ def catalog(lang: str) -> Mapping[str, str]:
     )
 
 
+# A label (or a line of one) that starts with this invisible character quotes an English term on purpose and stays
+# English in every language: appendix D's flowchart shows the paper's term over the notes' Chinese one (a word joiner,
+# U+2060, which a browser draws as nothing)
+QUOTE = "\u2060"
+
 # Where a plotly figure keeps words a reader sees (the keys whose string values are labels)
 _TEXT_KEYS = ("text", "name", "label", "prefix", "title", "hovertext")  # not under meta: see alt_sentence
 # A space-legend that the token figures append to an axis title (viz._with_space_legend)
@@ -99,8 +107,10 @@ def translate(label: str, lang: str) -> str:
     '嵌入<br>37000 × 512'
     >>> translate("self-attention<br>8 heads of d_k = 64", "zh")
     '自注意力<br>8 个头，d_k = 64'
+    >>> translate(QUOTE + "Scale: ÷ 8<br>缩放", "zh") == QUOTE + "Scale: ÷ 8<br>缩放"
+    True
     """
-    if lang == "en":
+    if lang == "en" or label.lstrip().startswith(QUOTE):
         return label
     labels = catalog(lang)
     if "<br>" in label and label.strip() not in labels:  # several lines: each on its own
@@ -189,6 +199,26 @@ def _walk(node: Any, lang: str) -> Any:
     return node
 
 
+_AXIS = re.compile(r"^[xy]axis\d*$")
+
+
+def _without_si_suffixes(layout: Any) -> Any:
+    """A layout whose axes write whole numbers (20000, not plotly's default "20k"): an SI suffix is an English
+    abbreviation to a Chinese reader. An axis that chose its own format (``exponentformat="power"`` on a log axis)
+    keeps it.
+
+    >>> _without_si_suffixes({"xaxis": {"title": "步"}, "yaxis2": {"exponentformat": "power"}})["yaxis2"]
+    {'exponentformat': 'power'}
+    >>> _without_si_suffixes({"xaxis": {"title": "步"}})
+    {'xaxis': {'exponentformat': 'none', 'title': '步'}, 'yaxis': {'exponentformat': 'none'}}
+    """
+    if not isinstance(layout, dict):
+        return layout
+    axes = {"xaxis": {}, "yaxis": {}}  # the first axes may be left to plotly's defaults
+    axes.update({key: value for key, value in layout.items() if _AXIS.match(key) and isinstance(value, dict)})
+    return {**layout, **{key: {"exponentformat": "none", **axis} for key, axis in axes.items()}}
+
+
 def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
     """A copy of a plotly figure (its JSON as a dict) with its layout's labels and its traces' names in ``lang``.
 
@@ -199,7 +229,7 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
     translate("", lang)  # a clear error for an unknown language
     out = copy.copy(figure)
     if "layout" in figure:
-        out["layout"] = _walk(figure["layout"], lang)
+        out["layout"] = _without_si_suffixes(_walk(figure["layout"], lang))
     if "data" in figure:
         out["data"] = [_trace(trace, lang) for trace in figure["data"]]
     words = menu_words(figure, lang)
@@ -217,6 +247,32 @@ def translate_figure(figure: dict[str, Any], lang: str) -> dict[str, Any]:
             for frame in figure["frames"]
         ]
     return out
+
+
+# A table cell of pandas' HTML (a DataFrame's or a Styler's): its tag, attributes and text
+_TABLE_CELL = re.compile(r"(<t[hd]\b[^>]*>)([^<]*)(</t[hd]>)")
+
+
+def translate_table_html(page: str, lang: str) -> str:
+    """A pandas table's HTML (``DataFrame._repr_html_``, a Styler's) with every header, index entry and value cell that
+    is a label of the figures' catalog (or matched by a rule) in ``lang``; numbers, tokens and other data stay. The
+    site renders a notebook's table output through it, as it renders figures through :func:`translate_figure`.
+
+    >>> translate_table_html('<table><tr><th>family</th><td>encoder-only</td><td>0.93</td></tr></table>', "zh")
+    '<table><tr><th>家族</th><td>纯编码器</td><td>0.93</td></tr></table>'
+    """
+    if lang == "en" or "<table" not in page:
+        return page
+    import html as html_module
+
+    def cell(m: re.Match) -> str:
+        text = html_module.unescape(m.group(2)).strip()
+        if not text or not re.search(r"[A-Za-z]{2}", text):
+            return m.group(0)
+        chinese = translate(text, lang)
+        return m.group(0) if chinese == text else m.group(1) + html_module.escape(chinese, quote=False) + m.group(3)
+
+    return _TABLE_CELL.sub(cell, page)
 
 
 # A dropdown entry "kind=lstm, seq_len=16": its names and values (plotly-theme.js reads entries the same way)
@@ -276,6 +332,21 @@ def _plain(text: Any) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", str(text)).split())
 
 
+def spaces_outside_brackets(text: str) -> list[int]:
+    """The indices of the spaces of ``text`` that no bracket encloses: where a long title may break (a diagram's
+    title is broken at the one nearest its middle, and its text alternative is translated the same way).
+
+    >>> spaces_outside_brackets("KV cache: K, V (B, H, L, D) per layer")
+    [2, 9, 12, 14, 27, 31]
+    """
+    depth, spaces = 0, []
+    for i, c in enumerate(text):
+        depth += (c in "([{") - (c in ")]}")
+        if c == " " and depth == 0:
+            spaces.append(i)
+    return spaces
+
+
 def say(template: str, lang: str, **values: Any) -> str:
     """A sentence of the site's own (a text alternative, a message in a figure's place) in ``lang``: ``template``, an
     English sentence with ``{named}`` places, is a msgid of the figures' catalog, whose msgstr puts the same places in
@@ -324,6 +395,16 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
     if kind not in head:
         raise ValueError(f"facts: expected a kind among {sorted(head)}, got {kind!r}")
     title = word(facts.get("title"))
+    if facts.get("title") and lang != "en" and title == _plain(str(facts["title"])):  # a title the figure shows broken
+        text = str(facts["title"])
+        spaces = spaces_outside_brackets(text)
+        if spaces:
+            cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
+            title = re.sub(
+                r"(?<=[\u4e00-\u9fff\uff00-\uffef]) (?=[\u4e00-\u9fff\uff00-\uffef])",
+                "",
+                word(text[:cut] + "<br>" + text[cut + 1 :]),
+            )
     named = say(head[kind], lang)
     named = say("{kind}: {title}", lang, kind=named, title=title) if title else named
     more = int(facts.get("more") or 0)

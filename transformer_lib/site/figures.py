@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from transformer_lib.book.labels import CATALOGS, alt_sentence, say, translate_figure
+from transformer_lib.book.labels import CATALOGS, alt_sentence, say, translate_figure, translate_table_html
 from transformer_lib.book.toolbar import PLOTLY_CONFIG
 
 from .i18n import site_language
@@ -79,6 +79,8 @@ class PlotlyMystNbRenderer:
 
     @staticmethod
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        if data.mime_type == "text/html" and not inline:
+            return _table(renderer, data)  # a pandas table: its headers and labels in the page's language
         if data.mime_type != PLOTLY_MIME:
             return None  # let myst-nb's own renderers handle everything else
         from docutils import nodes
@@ -134,6 +136,18 @@ class PlotlyMystNbRenderer:
 
 
 _TEMPLATES_ON_PAGE: dict[str, set[str]] = {}  # page -> the templates its figures have already put into it
+
+
+def _table(renderer: Any, data: Any) -> list | None:
+    """A notebook's HTML output on the Chinese site: a pandas table with its labels through the figures' catalog
+    (:func:`translate_table_html`); anything else, and every English page, is left to myst-nb (None)."""
+    env = getattr(getattr(renderer, "renderer", None), "sphinx_env", None)
+    if env is None or site_language(env.config) != "zh_CN" or "<table" not in data.string:
+        return None
+    from docutils import nodes
+
+    env.note_dependency(str(CATALOGS["zh"]))
+    return [nodes.raw(text=translate_table_html(data.string, "zh"), format="html", classes=["output", "text_html"])]
 
 
 def shared_template(figure: dict[str, Any], page: str | None) -> tuple[str, dict[str, Any]]:

@@ -192,7 +192,8 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("config-inited", _templates)
     app.connect("builder-inited", add_files)
     app.connect("builder-inited", _project_catalogs)
-    app.connect("html-page-context", page_context)
+    # after the theme's own handler (priority 500), which sets the footer's "author" from the config
+    app.connect("html-page-context", page_context, priority=600)
     app.add_transform(_toctree_captions_transform())
     app.add_transform(pending_transform())  # a translated page's paragraphs still pending: marked, counted
     app.add_post_transform(_site_words_transform())
@@ -210,8 +211,8 @@ def _templates(app: Any, config: Any) -> None:
 
 
 def _title_and_footer(context: dict) -> None:
-    """The book's title and footer (``_config.yml``'s ``title`` and ``extra_footer``) in the page's language, from
-    the project's ``booktheme.po``: Sphinx translates neither."""
+    """The book's title and footer (``_config.yml``'s ``title``, ``extra_footer`` and ``author``) in the page's
+    language, from the project's ``booktheme.po``: Sphinx translates none of them."""
     from sphinx.locale import get_translation
 
     words = get_translation(THEME_CATALOG)
@@ -222,6 +223,9 @@ def _title_and_footer(context: dict) -> None:
     footer = context.get("theme_extra_footer")
     if isinstance(footer, str) and footer:
         context["theme_extra_footer"] = words(footer)
+    author = context.get("author")  # the footer's "By ..." (_config.yml's author)
+    if isinstance(author, str) and author:
+        context["author"] = words(author)
 
 
 def script_words() -> str:

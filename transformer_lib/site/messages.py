@@ -57,14 +57,21 @@ _MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*|-)(million|billion|M|B
 _SCALE = {"million": 10**6, "M": 10**6, "billion": 10**9, "B": 10**9, "万": 10**4, "亿": 10**8}
 
 
+# A thousands separator (4,000; 37,000): both sides are compared without it
+_GROUPING = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
 def _whole_numbers(text: str) -> str:
     """``text`` with each count in millions, billions, 万 or 亿 written out as the whole number it stands for.
 
     >>> _whole_numbers("43.6 million adds"), _whole_numbers("4360 万次乘加"), _whole_numbers("a 65-million model")
     ('43600000  adds', '43600000 次乘加', 'a 65000000  model')
+    >>> _whole_numbers("37,000 tokens, 4,000 steps"), _whole_numbers("3.7 万个词元，4000 步")
+    ('37000 tokens, 4000 steps', '37000 个词元，4000 步')
     """
     from decimal import Decimal
 
+    text = _GROUPING.sub("", text)  # 4,000 is 4000: the Chinese house style drops a four-digit count's comma
     return _MAGNITUDE.sub(lambda m: f"{int(Decimal(m[1]) * _SCALE[m[2]])} ", text)
 
 

@@ -34,6 +34,7 @@ RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "run-in head": (re.compile(r"[：:]\*\*\s|\*\*\s*[：:]\s"), "a run-in head **目标**：以…, no space after it"),
     "quote spacing": (re.compile(rf"[{_CJK}，。；：] [“”]|[“”] [{_CJK}，。；：]"), "no space beside “ ” in Chinese"),
     "half-width year": (re.compile(rf"[{_CJK}]\s?\((?:1|2)\d{{3}}\)"), "a year in full-width brackets: 等（1994）"),
+    "unit brackets": (re.compile(rf"[{_CJK}] ?\((?:[mµ]?s|[KMGT]i?B|T?FLOPs?)\)"), "a unit in brackets: 时间（ms）"),
     "nested brackets": (re.compile(r"（[^（）]*（[^（）]*）[^（）]*）"), "no brackets inside brackets"),
     "book title": (re.compile(r"(?<!《)(?:动手学深度学习|The Annotated Transformer)(?!》)"), "a book's title in 《》"),
 }
@@ -91,6 +92,7 @@ def test_every_catalog_keeps_the_house_style() -> None:
         "三个模型（纯编码器（BERT）与纯解码器）",
         "见动手学深度学习第 10 章",
         "”反了“的引号",
+        "权重内存 (MB)",
     ],
 )
 def test_a_planted_variant_breaks_the_style(planted: str) -> None:

@@ -65,7 +65,8 @@ def variant_problems(msgid: str, msgstr: str) -> list[str]:
     """The variants a translation uses, each with the wording to use; one that its English quotes is kept (the
     notes' 层归一化 in appendix D, the English site's "Vaswani et al. (2017)"), except an English word that the
     English always has (one-hot)."""
-    chinese, english = _without_code(msgstr), _without_code(msgid)
+    # a quotation keeps its source's wording (the notes' “序列内并行(注意力计算、前馈层 等)”)
+    chinese, english = _without_code(re.sub(r"“[^”]*”", " ", msgstr)), _without_code(msgid)
     return [
         f"{found!r} should read {use}"
         for pattern, use in VARIANTS.items()

@@ -214,7 +214,7 @@ def _without_si_suffixes(layout: Any) -> Any:
     """
     if not isinstance(layout, dict):
         return layout
-    axes = {"xaxis": {}, "yaxis": {}}  # the first axes may be left to plotly's defaults
+    axes: dict[str, Any] = {"xaxis": {}, "yaxis": {}}  # the first axes may be left to plotly's defaults
     axes.update({key: value for key, value in layout.items() if _AXIS.match(key) and isinstance(value, dict)})
     return {**layout, **{key: {"exponentformat": "none", **axis} for key, axis in axes.items()}}
 

@@ -124,13 +124,15 @@ def test_missing_name_and_unknown_check_and_crashing_object():
 def test_check_assignment_prints_a_summary_and_json_lines(sol, capsys):
     results = checks.check_assignment("04_masks", sol)
     out = capsys.readouterr().out
-    assert [r.passed for r in results] == [True, True, True]
-    assert out.splitlines()[0] == "04_masks: 3/3 exercises pass" and "PASS  causal_mask" in out
+    names = [ex.name for ex in ASSIGNMENTS["04_masks"].exercises]  # the registry's list, in its order
+    assert [r.passed for r in results] == [True] * len(names) and [r.exercise for r in results] == names
+    n = len(names)
+    assert out.splitlines()[0] == f"04_masks: {n}/{n} exercises pass" and "PASS  causal_mask" in out
     checks.check_assignment("04_masks", {}, emit_json=True)
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3 and all(line.startswith(checks.RESULT_MARKER) for line in lines)
+    assert len(lines) == n and all(line.startswith(checks.RESULT_MARKER) for line in lines)
     parsed = [json.loads(line[len(checks.RESULT_MARKER) :]) for line in lines]
-    assert [p["exercise"] for p in parsed] == ["padding_mask", "causal_mask", "decoder_mask"]
+    assert [p["exercise"] for p in parsed] == names
     assert not any(p["passed"] for p in parsed)
 
 
@@ -396,37 +398,41 @@ def test_wrong_attention(fn, phrases):
 
 
 @pytest.mark.parametrize(
-    "fn, failed, points",
+    "fn, failed",
     [
-        (_attn(), set(), 10),
-        (_attn(scale=lambda d: 1.0), {"scaling"}, 7),  # no ÷√d_k: the softmax and the mask are still right
-        (_attn(scale=lambda d: 1 / d), {"scaling"}, 7),
-        (_attn(mask_mode="invert"), {"masking"}, 7),
-        (_attn(mask_mode="ignore"), {"masking"}, 7),
-        (_attn(mask_mode="zero"), {"masking"}, 7),
-        (_attn(mask_mode="ignore", late_fill=0.0), {"masking"}, 7),
+        (_attn(), set()),
+        (_attn(scale=lambda d: 1.0), {"scaling"}),  # no ÷√d_k: the softmax and the mask are still right
+        (_attn(scale=lambda d: 1 / d), {"scaling"}),
+        (_attn(mask_mode="invert"), {"masking"}),
+        (_attn(mask_mode="ignore"), {"masking"}),
+        (_attn(mask_mode="zero"), {"masking"}),
+        (_attn(mask_mode="ignore", late_fill=0.0), {"masking"}),
         (
             lambda q, k, v, mask=None: (_attn()(q, k, v, mask)[1] @ v * 2, _attn()(q, k, v, mask)[1]),
             {"returned weights"},
-            8,
         ),
-        (_attn(dim=-2), {"scaling", "softmax rows", "masking", "returned weights"}, 0),
-        (_attn(weights_only=True), {"scaling", "softmax rows", "masking", "returned weights"}, 0),
+        (_attn(dim=-2), {"scaling", "softmax rows", "masking", "returned weights"}),
+        (_attn(weights_only=True), {"scaling", "softmax rows", "masking", "returned weights"}),
         (
             lambda q, k, v, mask=None: (v[..., :1, :].expand(*q.shape[:-1], v.shape[-1]), None),
             {"scaling", "softmax rows", "masking", "returned weights"},
-            0,
         ),
     ],
 )
-def test_attention_earns_partial_credit_per_part(fn, failed, points):
-    """Assignment 3's 10 points are split over four parts of its check; each wrong implementation loses exactly the
-    parts it gets wrong, and still gets the hint that names its mistake."""
+def test_attention_earns_partial_credit_per_part(fn, failed):
+    """Assignment 3's points are split over the four parts of its check that the registry names; each wrong
+    implementation loses exactly the points of the parts it gets wrong, and still gets the hint that names its
+    mistake."""
     exercise = ASSIGNMENTS["03_attention"].exercise("attention")
     result = checks.check_attention(fn)
-    assert set(result.parts) == {"scaling", "softmax rows", "masking", "returned weights"}
+    assert (
+        set(result.parts)
+        == {part for part, _ in exercise.parts}
+        == {"scaling", "softmax rows", "masking", "returned weights"}
+    )
     assert {p for p, ok in result.parts.items() if not ok} == failed, result.parts
-    assert result.passed == (not failed) and exercise.earned(result) == points
+    kept = sum(p for part, p in exercise.parts if part not in failed)  # the registry's points of the parts passed
+    assert result.passed == (not failed) and exercise.earned(result) == kept
 
 
 def test_partial_credit_needs_parts_that_add_up():

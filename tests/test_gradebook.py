@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from registry_points import exercises, maximum, points, shown
 
 from transformer_lib.classroom import grade, gradebook
 from transformer_lib.classroom.assignments import ASSIGNMENTS, BEGIN, END, Exercise
@@ -39,14 +40,24 @@ def touch(path, mtime, text="{}"):
 # Points
 # --------------------------------------------------------------------------------------------------------------
 def test_points_are_set_in_the_registry_and_extensions_are_extra_credit():
-    assert {a: ASSIGNMENTS[a].max_points for a in ASSIGNMENTS} == {a: 10 for a in ASSIGNMENTS}
+    for assignment in ASSIGNMENTS.values():  # any total: the registry decides it, and nothing else retypes it
+        required = [ex.points for ex in assignment.exercises if not ex.extension]
+        assert required and assignment.max_points == sum(required) > 0, assignment.id
     decoder = ASSIGNMENTS["06_decoder"]
-    assert [(ex.name, ex.points, ex.extension) for ex in decoder.exercises] == [
-        ("decoder_layer", 5, False),
-        ("greedy_decode", 5, False),
-        ("beam_search", 5, True),
-    ]
-    assert decoder.exercise("beam_search").extension and decoder.exercise("nope") is None
+    beam = decoder.exercise("beam_search")
+    assert beam.extension and decoder.max_points == sum(ex.points for ex in decoder.exercises) - beam.points
+    assert decoder.exercise("nope") is None
+
+
+def test_every_registered_check_is_exported_by_the_checks_package():
+    """A notebook's check cell and the grader find a check as ``checks.<name>``: a check written in its module but
+    not imported into transformer_lib/classroom/checks/__init__.py (and its ``__all__``) is named here."""
+    from transformer_lib.classroom import checks
+
+    registered = {ex.check for a in ASSIGNMENTS.values() for ex in a.exercises}
+    missing = sorted(name for name in registered if not callable(getattr(checks, name, None)))
+    assert not missing, f"checks not exported from transformer_lib/classroom/checks/__init__.py: {missing}"
+    assert not registered - set(checks.__all__), sorted(registered - set(checks.__all__))
     for bad in (0, -1, "2", True):
         with pytest.raises(ValueError, match=r"points: expected a number > 0 for check_f, got"):
             Exercise(("f",), "check_f", points=bad)
@@ -209,18 +220,29 @@ def test_the_per_exercise_sheet_has_points_optional_flags_file_and_hash(tmp_path
     by = {(r["student"], r["exercise"]): r for r in rows if r["message"] != "no submission"}
     assert len(rows) == 6 + 3  # and a "no submission" row for yan's 06 and erin's 03 and 06
     missing = [(r["student"], r["assignment"], r["points"], r["max_points"]) for r in rows if r["exercise"] == "-"]
+    m3, m6 = shown(maximum("03_attention")), shown(maximum("06_decoder"))
     assert missing[1:] == [
-        ("erin", "03_attention", "0", "10"),
-        ("erin", "06_decoder", "0", "10"),
-        ("yan", "06_decoder", "0", "10"),
+        ("erin", "03_attention", "0", m3),
+        ("erin", "06_decoder", "0", m6),
+        ("yan", "06_decoder", "0", m6),
     ]
     beam, greedy, layer = by["zoe", "beam_search"], by["zoe", "greedy_decode"], by["zoe", "decoder_layer"]
-    assert (beam["optional"], beam["points"], beam["max_points"], beam["passed"]) == ("1", "5", "5", "1")
-    assert (greedy["optional"], greedy["points"], greedy["max_points"]) == ("0", "0", "5")
+    beam_points = shown(points("06_decoder", "beam_search"))
+    assert (beam["optional"], beam["points"], beam["max_points"], beam["passed"]) == (
+        "1",
+        beam_points,
+        beam_points,
+        "1",
+    )
+    assert (greedy["optional"], greedy["points"], greedy["max_points"]) == (
+        "0",
+        "0",
+        shown(points("06_decoder", "greedy_decode")),
+    )
     assert greedy["message"] == "Wrong. Hint: Look again."
     assert layer["flags"] == "calls tl.DecoderLayer: the teacher decides" and greedy["flags"] == ""
     zoe = by["zoe", "attention"]
-    assert (zoe["points"], zoe["file_name"], zoe["sha256"]) == ("10", "zoe/03_attention (1).ipynb", "ab" * 32)
+    assert (zoe["points"], zoe["file_name"], zoe["sha256"]) == (m3, "zoe/03_attention (1).ipynb", "ab" * 32)
     assert zoe["note"].startswith("Graded 03_attention (1).ipynb")
     erin = by["erin", "-"]
     assert (erin["points"], erin["max_points"]) == ("0", "0") and "Unknown assignment" in erin["message"]
@@ -253,14 +275,25 @@ def test_the_totals_sheet_counts_optional_points_as_extra_not_in_the_maximum(tmp
         "max",
         "note",
     ]
+    m3, m6, both = (
+        shown(maximum("03_attention")),
+        shown(maximum("06_decoder")),
+        shown(maximum("03_attention", "06_decoder")),
+    )
+    layer, beam = points("06_decoder", "decoder_layer"), points("06_decoder", "beam_search")
+    zoe06 = layer + beam  # 06: the layer, and the beam (its points counted as extra too); greedy failed
     assert [list(r.values()) for r in rows] == [
-        ["erin", "", "", "0", "10", "0", "10", "0", "0", "20", "no submission: 03_attention, 06_decoder"],
-        ["yan", "", "", "0", "10", "0", "10", "0", "0", "20", "no submission: 06_decoder"],
-        ["zoe", "", "", "10", "10", "10", "10", "5", "20", "20", ""],  # 06: layer 5 + beam 5 (extra); greedy failed
+        ["erin", "", "", "0", m3, "0", m6, "0", "0", both, "no submission: 03_attention, 06_decoder"],
+        ["yan", "", "", "0", m3, "0", m6, "0", "0", both, "no submission: 06_decoder"],
+        ["zoe", "", "", m3, m3, shown(zoe06), m6, shown(beam), shown(maximum("03_attention") + zoe06), both, ""],
     ]
     feedback = (tmp_path / "feedback" / "zoe.md").read_text()
-    assert "| 06_decoder | beam_search (optional) | PASS | 5/5 |" in feedback
-    assert "## 06_decoder: 2 of 3 exercises pass (5 of 10 points, plus 5 extra for the optional extension)" in feedback
+    assert f"| 06_decoder | beam_search (optional) | PASS | {shown(beam)}/{shown(beam)} |" in feedback
+    n = len(exercises("06_decoder"))
+    assert (
+        f"## 06_decoder: 2 of {n} exercises pass ({shown(layer)} of {m6} points, plus {shown(beam)} extra for the "
+        "optional extension)"
+    ) in feedback
     assert "*Graded 03_attention (1).ipynb, the most recently modified of 2 files.*" in feedback
 
 
@@ -404,17 +437,19 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
     printed, errors = capsys.readouterr()
     assert code == 0
     rows = read_csv(out)
+    m3 = shown(maximum("03_attention"))
+    john = shown(points("03_attention", "attention", failed_parts={"scaling"}))  # partial credit: the scaling is wrong
     assert [(r["student"], r["passed"], r["points"], r["file_name"]) for r in rows] == [
-        ("alice", "1", "10", "alice/03_attention.ipynb"),
-        ("John Smith", "0", "7", "smithjohn_123_03_attention.ipynb"),  # partial credit: the scaling is wrong
+        ("alice", "1", m3, "alice/03_attention.ipynb"),
+        ("John Smith", "0", john, "smithjohn_123_03_attention.ipynb"),
         ("Alice", "0", "0", ""),  # in the roster, but "alice" is not matched to her: a row all the same
     ]
     assert rows[0]["sha256"] == hashlib.sha256((c / "alice" / "03_attention.ipynb").read_bytes()).hexdigest()
     assert "not graded: 03_attention (1).ipynb" in rows[0]["note"] and "not in the roster" in rows[0]["note"]
     assert [list(r.values()) for r in read_csv(tmp_path / "out" / "grades_totals.csv")] == [
-        ["alice", "", "", "10", "10", "0", "10", "10", ""],
-        ["Alice", "", "", "0", "10", "0", "0", "10", "no submission: 03_attention"],
-        ["John Smith", "123", "", "7", "10", "0", "7", "10", ""],
+        ["alice", "", "", m3, m3, "0", m3, m3, ""],
+        ["Alice", "", "", "0", m3, "0", "0", m3, "no submission: 03_attention"],
+        ["John Smith", "123", "", john, m3, "0", john, m3, ""],
     ]
     answers = read_csv(tmp_path / "out" / "grades_answers.csv")
     assert [(r["student"], r["question"]) for r in answers] == [
@@ -436,8 +471,8 @@ def test_grading_a_class_writes_every_sheet_and_prints_the_checksums(tmp_path, c
     assert "Left out of grades_canvas.csv, for want of an lms_id in the roster: alice, Alice." in errors
     canvas = read_csv(tmp_path / "out" / "grades_canvas.csv")
     assert [(r["Student"], r["ID"], r["03_attention"]) for r in canvas] == [
-        ("Points Possible", "", "10"),
-        ("John Smith", "123", "7"),
+        ("Points Possible", "", m3),
+        ("John Smith", "123", john),
     ]
     assert f"Anchored every file with {tmp_path / 'teacher.key'} in {tmp_path / 'out' / 'grades.hmac'}" in printed
     assert grade.main(["verify", str(tmp_path / "out"), "--key-file", str(tmp_path / "teacher.key")]) == 0

@@ -118,6 +118,30 @@ def test_pages_pending_translation_are_listed():
         )
 
 
+def test_scripts_pending_names_pages_counts_and_messages(capsys):
+    """``scripts/i18n.py pending``: a line per page with its count (a translated page's changed messages, or a page
+    not translated yet), the messages with ``--messages``, and the sum."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import i18n as script
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    found = {"book/intro": ["Changed.", "New."], "book/99_new": ["A.", "B.", "C."]}
+    text = script.pending_report(found, {"book/intro": 120, "book/99_new": 3}, show_messages=True)
+    assert text.splitlines() == [
+        "book/intro: 2 of 120 messages pending (changed or new, shown in English)",
+        "    'Changed.'",
+        "    'New.'",
+        "book/99_new: 3 of 3 messages pending (page not translated yet, shown in English)",
+        "    'A.'",
+        "    'B.'",
+        "    'C.'",
+        "5 messages pending on 2 pages",
+    ]
+    assert script.main(["pending", "--messages", "book/intro"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("pending on 0 pages")  # book/intro: none pending
+
+
 def _page_context_hook(language: str):
     """The html-page-context handler that i18n.setup connects, with an app as Sphinx would pass it (two pages)."""
     handlers = {}

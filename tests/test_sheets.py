@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from registry_points import exercises, maximum, points, shown
 
 from transformer_lib.classroom import grade, gradebook, lms, sheets
 from transformer_lib.classroom.checks import CheckResult
@@ -54,6 +55,13 @@ def graded_run(tmp_path):
     return tmp_path, graded, roster_rows(roster)
 
 
+# What graded_run earns, from the registry: ann all of 03 and 04's padding and decoder masks; ben 03's parts but the
+# scaling
+ANN_03, ANN_04 = maximum("03_attention"), points("04_masks", "padding_mask") + points("04_masks", "decoder_mask")
+BEN_03 = points("03_attention", "attention", failed_parts={"scaling"})
+MAX = maximum("03_attention", "04_masks")
+
+
 def test_every_roster_student_has_a_row_with_ids_and_a_maximum_per_assignment(graded_run):
     tmp_path, graded, roster = graded_run
     gradebook.write_gradebook(tmp_path / "grades" / "grades.csv", graded, roster=roster)
@@ -61,19 +69,27 @@ def test_every_roster_student_has_a_row_with_ids_and_a_maximum_per_assignment(gr
     assert list(totals) == ["Ann Lee", "Ben Ode", "Cat Ray"]
     ann, ben, cat = totals["Ann Lee"], totals["Ben Ode"], totals["Cat Ray"]
     assert (ann["lms_id"], ann["email"]) == ("101", "ann@example.edu")
-    assert (ann["03_attention"], ann["04_masks"], ann["total"], ann["max"]) == ("10", "7", "17", "20")
-    assert (ben["03_attention"], ben["04_masks"], ben["note"]) == ("7", "0", "no submission: 04_masks")  # 3 lost
+    assert (ann["03_attention"], ann["04_masks"], ann["total"], ann["max"]) == tuple(
+        map(shown, (ANN_03, ANN_04, ANN_03 + ANN_04, MAX))
+    )
+    assert (ben["03_attention"], ben["04_masks"], ben["note"]) == (shown(BEN_03), "0", "no submission: 04_masks")
     assert (cat["03_attention"], cat["04_masks"], cat["total"]) == ("0", "0", "0")
     assert cat["note"] == "no submission: 03_attention, 04_masks"
-    assert {ann["03_attention_max"], ann["04_masks_max"]} == {"10"}
+    assert (ann["03_attention_max"], ann["04_masks_max"]) == (
+        shown(maximum("03_attention")),
+        shown(maximum("04_masks")),
+    )
     rows = read_csv(tmp_path / "grades" / "grades.csv")
     cat_rows = [
         (r["assignment"], r["points"], r["max_points"], r["message"]) for r in rows if r["student"] == "Cat Ray"
     ]
-    assert cat_rows == [("03_attention", "0", "10", "no submission"), ("04_masks", "0", "10", "no submission")]
+    assert cat_rows == [
+        ("03_attention", "0", shown(maximum("03_attention")), "no submission"),
+        ("04_masks", "0", shown(maximum("04_masks")), "no submission"),
+    ]
     assert all(r["lms_id"] and r["email"] for r in rows)
     ben_row = next(r for r in rows if r["student"] == "Ben Ode" and r["exercise"] == "attention")
-    assert ben_row["points"] == "7" and "Parts: scaling FAIL, softmax rows PASS" in ben_row["message"]
+    assert ben_row["points"] == shown(BEN_03) and "Parts: scaling FAIL, softmax rows PASS" in ben_row["message"]
 
 
 def _answers(tmp_path, points):
@@ -95,10 +111,11 @@ def test_tl_grade_totals_merges_the_written_answers_points(graded_run):
     gradebook.write_gradebook(out / "grades.csv", graded, roster=roster)
     assert grade.main(["totals", str(out), "--answers", str(_answers(tmp_path, ["1", "0.5", "1"]))]) == 0
     totals = {r["student"]: r for r in read_csv(out / "grades_totals.csv")}
-    assert (totals["Ann Lee"]["03_attention"], totals["Ann Lee"]["03_attention_max"]) == ("11.5", "12")
-    assert (totals["Ann Lee"]["written"], totals["Ann Lee"]["total"], totals["Ann Lee"]["max"]) == ("1.5", "18.5", "22")
-    assert (totals["Ben Ode"]["03_attention"], totals["Ben Ode"]["max"]) == ("8", "22")  # an empty point counts 0
-    assert (totals["Cat Ray"]["total"], totals["Cat Ray"]["max"]) == ("0", "22")
+    ann, written = totals["Ann Lee"], 2  # two written questions of 1 point each; ann earned 1.5, ben 1
+    assert (ann["03_attention"], ann["03_attention_max"]) == (shown(ANN_03 + 1.5), shown(maximum("03_attention") + 2))
+    assert (ann["written"], ann["total"], ann["max"]) == ("1.5", shown(ANN_03 + ANN_04 + 1.5), shown(MAX + written))
+    assert (totals["Ben Ode"]["03_attention"], totals["Ben Ode"]["max"]) == (shown(BEN_03 + 1), shown(MAX + written))
+    assert (totals["Cat Ray"]["total"], totals["Cat Ray"]["max"]) == ("0", shown(MAX + written))
     for line in (out / "grades.sha256").read_text().splitlines():  # the manifest follows the new totals
         digest, name = line.split("  ", 1)
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
@@ -131,9 +148,9 @@ def test_the_totals_import_into_moodle_and_canvas(graded_run):
     tmp_path, graded, roster = graded_run
     columns, table = gradebook.totals_table(graded, roster)
     moodle = _parse_like_moodle(lms.lms_csv("moodle", columns, table, roster), "04_masks")
-    assert moodle == {"ann@example.edu": 7.0, "ben@example.edu": 0.0, "cat@example.edu": 0.0}  # one per student
+    assert moodle == {"ann@example.edu": ANN_04, "ben@example.edu": 0.0, "cat@example.edu": 0.0}  # one per student
     canvas = _parse_like_canvas(lms.lms_csv("canvas", columns, table, roster), "03_attention")
-    assert canvas == {101: 10.0, 102: 7.0, 103: 0.0}
+    assert canvas == {101: ANN_03, 102: BEN_03, 103: 0.0}
     assert "Section" in lms.lms_csv("canvas", columns, table, roster) and ",A," in lms.lms_csv(
         "canvas", columns, table, roster
     )
@@ -181,10 +198,14 @@ def test_the_teachers_folders_are_ignored_by_git():
 
 
 def test_the_optional_extension_is_never_more_than_the_maximum_in_the_feedback(tmp_path):
-    results = [CheckResult(n, True, "ok") for n in ("decoder_layer", "greedy_decode", "beam_search")]
+    results = [CheckResult(n, True, "ok") for n in exercises("06_decoder")]
     text = gradebook.feedback_markdown("zoe", [grade.GradedNotebook("zoe", "06_decoder", tmp_path / "x", results)])
-    assert "## 06_decoder: 3 of 3 exercises pass (10 of 10 points, plus 5 extra for the optional extension)" in text
-    assert "15 of 10" not in text
+    m6, beam = shown(maximum("06_decoder")), shown(points("06_decoder", "beam_search"))
+    assert (
+        f"## 06_decoder: 3 of 3 exercises pass ({m6} of {m6} points, plus {beam} extra for the optional extension)"
+        in text
+    )
+    assert f"{shown(maximum('06_decoder') + points('06_decoder', 'beam_search'))} of {m6}" not in text
 
 
 @pytest.mark.slow
@@ -223,6 +244,8 @@ def test_the_filled_answers_sheet_is_merged_and_anchored_anew_with_the_key(grade
     assert sheets.verify(out, sheets.load_key(key_file, out)) == []  # the filled sheet and the new totals anchored
     ann = next(r for r in read_csv(out / "grades_totals.csv") if r["student"] == "Ann Lee")
     written = sum(int(r["max_points"]) for r in answers if r["student"] == "Ann Lee")
-    assert written > 0 and ann["written"] == str(written) and ann["total"] == str(17 + written)
+    assert written > 0 and ann["written"] == str(written) and ann["total"] == shown(ANN_03 + ANN_04 + written)
     canvas = {r["Student"]: r for r in read_csv(out / "grades_canvas.csv")}
-    assert canvas["Ann Lee"]["Section"] == "A" and canvas["Points Possible"]["04_masks"] == str(10 + written // 2)
+    assert canvas["Ann Lee"]["Section"] == "A" and canvas["Points Possible"]["04_masks"] == shown(
+        maximum("04_masks") + written // 2
+    )

@@ -260,3 +260,21 @@ def test_the_benchmark_class_alternates_right_and_wrong_answers(tmp_path):
     assert (folder / "s0001" / "03_attention.ipynb").read_bytes() == (
         FIXTURES / "bob" / "03_attention.ipynb"
     ).read_bytes()
+
+
+def test_the_progress_bar_shows_done_running_and_failed_per_worker(capsys):
+    class Scheduler:  # what the bar asks of a client: who runs what, and the workers' names
+        def processing(self):
+            return {"tcp://10.0.0.1:1": ["tl-grade-2 carol/03_attention.ipynb"], "tcp://10.0.0.2:1": []}
+
+        def scheduler_info(self):
+            return {"workers": {"tcp://10.0.0.1:1": {"name": "w0"}, "tcp://10.0.0.2:1": {"name": "w1"}}}
+
+    bar = cluster._Progress(3, show=True)
+    notebook = grade.GradedNotebook("alice", "03_attention", Path("03_attention.ipynb"))
+    bar.finished(cluster.Graded(notebook, "w1 (tcp://10.0.0.2:1)"))
+    bar.finished(cluster.Graded(notebook, "w1 (tcp://10.0.0.2:1)", "worker died"))
+    bar.show(Scheduler())
+    bar.close()
+    shown = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
+    assert "2/3" in shown and "running 1, failed 1 | w0: 1 running, 0 done, w1: 0 running, 2 done" in shown, shown

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -55,29 +56,32 @@ def _with_cell(source_student: str, code: str) -> nbformat.NotebookNode:
     return nb
 
 
-# writes a full score where Gradescope reads it, wherever the grader lives
+# writes a full score where Gradescope reads it, wherever the grader lives (and a file that would outlast the run)
 WRITES_RESULTS = """
 import json, os
 for root in ({root!r}, '/autograder'):
-    try:
-        os.makedirs(root + '/results', exist_ok=True)
-        json.dump({{'score': 1000, 'tests': []}}, open(root + '/results/results.json', 'w'))
-        print('wrote', root)
-    except OSError as e:
-        print('could not write', root, e)
+    for name in ('results.json', 'forged.json'):
+        try:
+            json.dump({{'score': 1000, 'tests': []}}, open(root + '/results/' + name, 'w'))
+            print('wrote', root, name)
+        except OSError as e:
+            print('could not write', root, e)
 """
 
-# takes the unstubbed reference out of the grader's wheel (zipimport) as its answer
-READS_CHECKS = """
-import glob, sys
-wheels = glob.glob({root!r} + '/source/*.whl') + glob.glob('/autograder/source/*.whl')
-print('found', wheels, glob.glob({root!r} + '/*'))
-if wheels:
-    for name in [m for m in sys.modules if m.startswith('transformer_lib')]:
-        del sys.modules[name]
-    sys.path.insert(0, wheels[0])
-    from transformer_lib.attention import scaled_dot_product_attention
-"""
+
+def _reader(root: Path) -> str:
+    """A cell that reads the grader's wheel (its reference) and, if it can, swaps a right answer in for the wrong
+    one: the score says whether the read worked."""
+    solution = nbformat.read(FIXTURES / "alice" / f"{ASSIGNMENT}.ipynb", as_version=4)
+    (right,) = [c.source for c in solution.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
+    return (
+        "import glob, zipfile\n"
+        f"wheels = glob.glob({str(root)!r} + '/source/*.whl') + glob.glob('/autograder/source/*.whl')\n"
+        "print('found', wheels)\n"
+        "if wheels and zipfile.ZipFile(wheels[0]).read('transformer_lib/attention.py'):\n"
+        + textwrap.indent(right, "    ")
+        + "\n"
+    )
 
 
 @pytest.fixture
@@ -127,8 +131,9 @@ def test_run_autograder_scores_honest_wrong_and_attacking_submissions(autograder
 
     writer = _run(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
     assert writer["score"] == wrong["score"], writer  # its own results.json is not what Gradescope reads
+    assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
 
-    reader = _run(autograder, layout, _with_cell("bob", READS_CHECKS.format(root=str(layout))))
+    reader = _run(autograder, layout, _with_cell("bob", _reader(layout)))
     assert reader["score"] == wrong["score"], reader  # the grader's wheel is not in the kernel's world
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
 
@@ -157,7 +162,8 @@ def test_without_bubblewrap_the_kernel_runs_as_nobody_and_cannot_reach_the_grade
     assert wrong["score"] < POINTS
     writer = _in_process(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
     assert writer["score"] == wrong["score"], writer
-    reader = _in_process(autograder, layout, _with_cell("bob", READS_CHECKS.format(root=str(layout))))
+    assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
+    reader = _in_process(autograder, layout, _with_cell("bob", _reader(layout)))
     assert reader["score"] == wrong["score"], reader
     assert "JUPYTER_PATH" not in os.environ or "tl-unprivileged" not in os.environ["JUPYTER_PATH"]
 

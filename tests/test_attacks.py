@@ -8,6 +8,7 @@ kernel tests are skipped (tests/test_sandbox.py checks that the grader then refu
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -981,3 +982,45 @@ def test_memfd_and_sysv_shared_memory_are_bounded(tmp_path):
     g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "hoarder", cell_timeout=60, limits=limits)
     assert not any("HELD" in p for p in g.problems), g.problems
     assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+
+
+@contextlib.contextmanager
+def _peak_memory():
+    """``[MB]``: how far this process's resident memory rose above its start while the block ran (sampled)."""
+    page = os.sysconf("SC_PAGE_SIZE") / 1e6
+    rss = lambda: int(Path("/proc/self/statm").read_text().split()[1]) * page  # noqa: E731
+    start, peak, done = rss(), [0.0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], rss() - start)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
+FLOOD_BUFFERS = """
+kernel = get_ipython().kernel
+big = b"x" * (64 << 20)  # three 64 MB buffers on iopub (the issue's were 1.4 GB each), past a 4 MB cap
+kernel.session.send(kernel.iopub_socket, "display_data", {"data": {}, "metadata": {}}, buffers=[big, big, big])
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_kernel_cannot_make_the_grader_hold_a_huge_message(tmp_path):
+    """Three 1.4 GB buffers sent on iopub grew the grader's own memory to 4.8 GB: the output cap counted a message
+    only once it was held. Now ZeroMQ refuses a part of a message past Limits.message_mb before the grader holds
+    it (ZMQ_MAXMSGSIZE on every socket of the grader's), the kernel is stopped, and the row's note says so."""
+    nbformat.write(_with_cell("04_masks", FLOOD_BUFFERS), tmp_path / "04_masks.ipynb")
+    with _peak_memory() as peak:
+        g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "flood", cell_timeout=60, limits=sandbox.Limits(message_mb=4))
+    assert peak[0] < 96, f"the grader's memory grew by {peak[0]:.0f} MB"  # 192 MB were sent
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+    assert any(n.startswith("Hit the limit on messages (4 MB per part") for n in g.notes), g.notes
+    assert any(p.startswith("Cell 4 stopped the kernel") for p in g.problems), g.problems

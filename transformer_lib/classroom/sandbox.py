@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import zmq
+import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 
@@ -307,7 +309,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     @classmethod
     def for_sandbox(cls, sandbox: Sandbox, kernel_name: str) -> SandboxedKernelManager:
         """A manager for one kernel of ``kernel_name`` that will start in ``sandbox``."""
-        km = cls(kernel_name=kernel_name, transport="ipc", ip=str(Path(sandbox.sockets, "kernel")))
+        context = zmq.asyncio.Context()  # every socket of the grader's refuses a part past the limit, unread
+        context.setsockopt(zmq.MAXMSGSIZE, sandbox.limits.message_mb * 1024 * 1024)
+        km = cls(kernel_name=kernel_name, transport="ipc", ip=str(Path(sandbox.sockets, "kernel")), context=context)
         km.sandbox = sandbox
         km.client_factory = SandboxedKernelClient
         km.connection_file = sandbox.connection_file
@@ -321,7 +325,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         return self.sandbox.socket_url(f"kernel-{getattr(self, f'{channel}_port')}")
 
     def client(self, **kwargs: Any) -> Any:
-        client = super().client(**kwargs)
+        client = super().client(context=self.context, **kwargs)
         client.sandbox = self.sandbox  # (SandboxedKernelClient: reaches the sockets the same way)
         return client
 

@@ -1024,3 +1024,23 @@ def test_a_kernel_cannot_make_the_grader_hold_a_huge_message(tmp_path):
     assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
     assert any(n.startswith("Hit the limit on messages (4 MB per part") for n in g.notes), g.notes
     assert any(p.startswith("Cell 4 stopped the kernel") for p in g.problems), g.problems
+
+
+@needs_bwrap
+def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp_path):
+    """A submission folder whose name is 240 bytes crashed the run with ENAMETOOLONG (its feedback file's temporary
+    name passed 255 bytes): no .sha256, no .hmac, later feedback lost. A name that is not UTF-8 (a zip made on
+    another system) is the same kind of name. Each gets its rows; the sheets and their HMAC are written."""
+    folder = tmp_path / "class"
+    names = ["é" * 120, "a" * 240, os.fsdecode(b"bad-\xff\xfe-bytes"), "=cmd|' /C calc'!A0"]
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "04_masks.ipynb").write_text("not a notebook")  # no kernel: the rows say why
+    out = tmp_path / "out" / "grades.csv"
+    graded = grade.grade_folder(folder, out, progress=False, key_file=tmp_path / "key")
+    assert sorted(g.student for g in graded) == sorted(names)
+    assert out.with_suffix(".sha256").exists() and out.with_suffix(".hmac").exists()
+    feedback = list((out.parent / "feedback").iterdir())
+    assert len(feedback) == len(names) and all(len(os.fsencode(p.name)) <= 200 for p in feedback), feedback
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == 3 * len(names) and all(r["passed"] == "0" for r in rows), rows

@@ -6,7 +6,9 @@ escaped (:func:`markdown_text`), so that it shows as the text it is, never as a 
 
 from __future__ import annotations
 
+import hashlib
 import html
+import os
 import re
 
 from .graded import GradedNotebook
@@ -32,9 +34,17 @@ def _fence(text: str) -> str:
     return "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
 
 
+_NAME_BYTES = 160  # of a feedback file's name, before ".md": far below the 255 a file system allows
+
+
 def feedback_file_name(student: str) -> str:
-    """A student's name as a file name in the feedback folder (no separators, no leading dot)."""
-    return re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", student).lstrip(". ") or "_"
+    """A student's name as a file name in the feedback folder: no separators, no leading dot, valid UTF-8, and at
+    most 160 bytes (a longer name is cut and ends with a hash of the whole, so that two stay apart)."""
+    name = re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", clean_text(student)).lstrip(". ") or "_"
+    if len(name.encode()) <= _NAME_BYTES:
+        return name
+    digest = hashlib.sha256(os.fsencode(student)).hexdigest()[:12]
+    return name.encode()[: _NAME_BYTES - 13].decode(errors="ignore") + "-" + digest
 
 
 def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:

@@ -1032,7 +1032,7 @@ def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp
     name passed 255 bytes): no .sha256, no .hmac, later feedback lost. A name that is not UTF-8 (a zip made on
     another system) is the same kind of name. Each gets its rows; the sheets and their HMAC are written."""
     folder = tmp_path / "class"
-    names = ["é" * 120, "a" * 240, os.fsdecode(b"bad-\xff\xfe-bytes"), "=cmd|' /C calc'!A0"]
+    names = ["é" * 120, "a" * 240, os.fsdecode(b"bad-\xff\xfe-bytes"), "=cmd|' -C calc'!A0", "two\nlines\u202e"]
     for name in names:
         (folder / name).mkdir(parents=True)
         (folder / name / "04_masks.ipynb").write_text("not a notebook")  # no kernel: the rows say why

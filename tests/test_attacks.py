@@ -1044,3 +1044,51 @@ def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp
     assert len(feedback) == len(names) and all(len(os.fsencode(p.name)) <= 200 for p in feedback), feedback
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert len(rows) == 3 * len(names) and all(r["passed"] == "0" for r in rows), rows
+
+
+@pytest.mark.parametrize(
+    "exercise, code, flag",
+    [
+        (
+            "attention",
+            "from torch.nn.functional import *\ndef attention(q, k, v, mask=None):\n"
+            "    return scaled_dot_product_attention(q, k, v), None",
+            "uses PyTorch's F.scaled_dot_product_attention",
+        ),
+        (
+            "attention",
+            "import pickle\nclass Answer:\n    def __reduce__(self):\n        return (exec, ('import torch',))\n"
+            "def attention(q, k, v, mask=None):\n    pickle.loads(pickle.dumps(Answer()))\n    return q, None",
+            "defines __reduce__",
+        ),
+        (
+            "attention",
+            "import marshal, types\nCODE = b''\ndef attention(q, k, v, mask=None):\n"
+            "    return types.FunctionType(marshal.loads(CODE), {})(q, k, v)",
+            "turns data into code (marshal.loads)",
+        ),
+        (
+            "attention",
+            "from transformers.models.bert.modeling_bert import eager_attention_forward as ref\n"
+            "def attention(q, k, v, mask=None):\n    return ref(None, q, k, v, mask)",
+            "imports transformers.models.bert.modeling_bert, a package the assignments do not hand out",
+        ),
+        (
+            "decoder_layer",
+            "import transformer_lib as tl\ndef decoder_layer(cfg):\n    return tl.Transformer(cfg).decoder.layers[0]",
+            "uses the library's reference tl.Transformer",
+        ),
+        (
+            "attention",
+            "from os import *\ndef attention(q, k, v, mask=None):\n    return q, None",
+            "imports every name of os (import *)",
+        ),
+    ],
+    ids=["star import", "pickle __reduce__", "marshal", "transformers", "tl.Transformer's layer", "star elsewhere"],
+)
+def test_flags_read_star_imports_code_from_data_and_other_packages(exercise, code, flag):
+    """Each passed 10/10 (or 5/5) unflagged before: a star import hid F.scaled_dot_product_attention, a pickle
+    whose __reduce__ calls exec ran code the source does not show, an implementation came from transformers, and
+    the decoder exercise returned a layer of the library's whole model."""
+    found = integrity.flags(["import torch", code], {exercise: (exercise,)})[exercise]
+    assert any(f.startswith(flag) for f in found), found

@@ -848,11 +848,11 @@ def test_a_float64_answer_neither_passes_nor_earns_all_the_points(sol):
 
 
 _FORGED_TEXT = (
-    "＝HYPERLINK(\"http://evil.example\")",
+    '＝HYPERLINK("http://evil.example")',
     "\u200b=1+1",
     "\u202e=cmd|' /C calc'!A0",
     "\u3000@SUM(A1)",
-    "ok\n| attention | PASS | 10/10 |\n<img src=\"http://evil.example/beacon.png\"> <!-- ",
+    'ok\n| attention | PASS | 10/10 |\n<img src="http://evil.example/beacon.png"> <!-- ',
 )
 
 
@@ -883,7 +883,9 @@ def test_text_cannot_forge_a_sheet_formula_or_a_feedback_row(tmp_path):
     table = [line for line in prose.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(results), table  # the header, its rule and one row per result: nothing forged
     fences = [line for line in md.splitlines() if line.startswith("```") and line.endswith("text")]
-    assert len(fences) == len(results) and all(f == "````text" for f in fences), fences  # longer than the ``` inside: not closed early
+    assert len(fences) == len(results) and all(f == "````text" for f in fences), (
+        fences
+    )  # longer than the ``` inside: not closed early
 
 
 def _listening(path: Path) -> tuple[list[str], threading.Event, threading.Thread]:
@@ -1019,7 +1021,9 @@ def test_a_kernel_cannot_make_the_grader_hold_a_huge_message(tmp_path):
     it (ZMQ_MAXMSGSIZE on every socket of the grader's), the kernel is stopped, and the row's note says so."""
     nbformat.write(_with_cell("04_masks", FLOOD_BUFFERS), tmp_path / "04_masks.ipynb")
     with _peak_memory() as peak:
-        g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "flood", cell_timeout=60, limits=sandbox.Limits(message_mb=4))
+        g = grade.grade_notebook(
+            tmp_path / "04_masks.ipynb", "flood", cell_timeout=60, limits=sandbox.Limits(message_mb=4)
+        )
     assert peak[0] < 96, f"the grader's memory grew by {peak[0]:.0f} MB"  # 192 MB were sent
     assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
     assert any(n.startswith("Hit the limit on messages (4 MB per part") for n in g.notes), g.notes

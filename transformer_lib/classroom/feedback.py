@@ -51,13 +51,17 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
     """One student's feedback: a table of results and points, then for each failure what failed, the hints, and
     the problems met while running each notebook (and any files that were not graded)."""
     rows = exercise_rows(graded)
-    lines = [f"# Feedback for {markdown_text(student)}", "", "| Assignment | Exercise | Result | Points |", "|---|---|---|---|"]
+    lines = [
+        f"# Feedback for {markdown_text(student)}",
+        "",
+        "| Assignment | Exercise | Result | Points |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         optional = " (optional)" if r["optional"] else ""
-        lines.append(
-            f"| {markdown_text(r['assignment'])} | {markdown_text(r['exercise'])}{optional} | {'PASS' if r['passed'] else 'FAIL'} | "
-            f"{r['points']}/{r['max_points']} |"
-        )
+        result = "PASS" if r["passed"] else "FAIL"
+        exercise = markdown_text(r["exercise"]) + optional
+        lines.append(f"| {markdown_text(r['assignment'])} | {exercise} | {result} | {r['points']}/{r['max_points']} |")
     for g in graded:
         passed = sum(r.passed for r in g.results)
         mine = [r for r in rows if r["assignment"] == g.assignment and r["student"] == g.student]
@@ -80,7 +84,9 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
             lines += [markdown_text(result.summary), ""]
             if not result.passed:
                 if result.parts:
-                    passed_parts = ", ".join(f"{markdown_text(p)} {'PASS' if ok else 'FAIL'}" for p, ok in result.parts.items())
+                    passed_parts = ", ".join(
+                        f"{markdown_text(p)} {'PASS' if ok else 'FAIL'}" for p, ok in result.parts.items()
+                    )
                     lines += [f"Parts (partial credit): {passed_parts}.", ""]
                 if result.details:
                     details = clean_text(result.details, lines=True)
@@ -88,7 +94,14 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
                 if result.hints:
                     lines += [f"**Hint:** {markdown_text(result.hints[0])}", ""]
                 for level, hint in enumerate(result.hints[1:], start=2):
-                    lines += [f"<details><summary>Hint {level}</summary>", "", markdown_text(hint), "", "</details>", ""]
+                    lines += [
+                        f"<details><summary>Hint {level}</summary>",
+                        "",
+                        markdown_text(hint),
+                        "",
+                        "</details>",
+                        "",
+                    ]
         if g.problems:
             lines += [
                 "### Problems with your notebook",

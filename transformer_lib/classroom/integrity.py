@@ -40,8 +40,10 @@ _LIBRARY_HELPERS = {"get_device", "seed_everything", "Transformer", "Transformer
 _BUILT_BY_HAND = {"attention", "split_heads", "merge_heads", "multi_head_attention", "decoder_layer"}
 # what turns data into code: unpickling (a __reduce__ that calls exec), marshalled code objects, code and function
 # objects built by hand
-_CODE_FROM_DATA = ("pickle", "_pickle", "marshal", "dill", "cloudpickle", "shelve", "copyreg", "joblib", "torch.load")
-_CODE_FROM_DATA += ("types.CodeType", "types.FunctionType", "torch.package", "torch.jit.load", "torch.hub")
+_CODE_FROM_DATA = (
+    *("pickle", "_pickle", "marshal", "dill", "cloudpickle", "shelve", "copyreg", "joblib", "torch.load"),
+    *("types.CodeType", "types.FunctionType", "torch.package", "torch.jit.load", "torch.hub"),
+)
 # packages a notebook of the assignments may import: the standard library, and what the assignments hand out
 _HANDED_OUT = {"torch", "numpy", "transformer_lib", "matplotlib", "IPython", "tqdm", "plotly", "pandas"}
 _TORCH_REFERENCES = {

@@ -72,7 +72,7 @@ class Limits:
             "file size": f"file size ({self.file_mb} MB per file)",
             "cpu": f"CPU time ({self.cpu_seconds} s)",
             "output": f"output ({self.output_mb} MB printed)",
-            "message": f"messages ({self.message_mb} MB per part of a message the kernel sends; the kernel was stopped)",
+            "message": f"messages ({self.message_mb} MB per part of a message it sends; the kernel was stopped)",
         }[which]
 
 

@@ -326,7 +326,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def client(self, **kwargs: Any) -> Any:
         client = super().client(context=self.context, **kwargs)
-        client.sandbox = self.sandbox  # (SandboxedKernelClient: reaches the sockets the same way)
+        client.sandbox = self.sandbox  # type: ignore[attr-defined]  # (SandboxedKernelClient: reaches the sockets the same way)
         return client
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:

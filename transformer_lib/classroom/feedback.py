@@ -59,9 +59,9 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
     ]
     for r in rows:
         optional = " (optional)" if r["optional"] else ""
-        result = "PASS" if r["passed"] else "FAIL"
+        verdict = "PASS" if r["passed"] else "FAIL"
         exercise = markdown_text(r["exercise"]) + optional
-        lines.append(f"| {markdown_text(r['assignment'])} | {exercise} | {result} | {r['points']}/{r['max_points']} |")
+        lines.append(f"| {markdown_text(r['assignment'])} | {exercise} | {verdict} | {r['points']}/{r['max_points']} |")
     for g in graded:
         passed = sum(r.passed for r in g.results)
         mine = [r for r in rows if r["assignment"] == g.assignment and r["student"] == g.student]

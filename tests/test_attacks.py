@@ -1096,3 +1096,15 @@ def test_flags_read_star_imports_code_from_data_and_other_packages(exercise, cod
     the decoder exercise returned a layer of the library's whole model."""
     found = integrity.flags(["import torch", code], {exercise: (exercise,)})[exercise]
     assert any(f.startswith(flag) for f in found), found
+
+
+def test_the_nbgrader_route_says_it_runs_student_code_with_the_teachers_rights(tmp_path, capsys):
+    """nbgrader autograde ran student code as the teacher (as uid 0, the solutions readable) and a wrong answer that
+    patched its check got 10/10 there, without a word. The export now says so, in its output and its config."""
+    from transformer_lib.classroom import assignments
+
+    assert assignments.main(["--nbgrader", str(tmp_path / "course")]) == 0
+    said = capsys.readouterr().err
+    config = (tmp_path / "course" / "nbgrader_config.py").read_text()
+    for text in (said, config):
+        assert "runs each student's code with YOUR rights" in text and "patch the check" in text, text

@@ -224,6 +224,11 @@ class Sandbox:
         seccomp = self.seccomp_fd if self.seccomp_fd >= 0 else None
         return bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd, seccomp)
 
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors bubblewrap must get (``Popen(pass_fds=...)``): its info pipe and its seccomp filter."""
+        return tuple(fd for fd in (self.info_fd, self.seccomp_fd) if fd >= 0)
+
     def link_sockets(self, timeout: float = 60) -> None:
         """Once bubblewrap has started: learn the pid of the sandbox's first process, through whose
         ``/proc/<pid>/root`` the grader reaches the sockets the kernel binds (:meth:`socket_url`)."""
@@ -335,8 +340,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         if self.sandbox is not None and not self.sandbox.unsandboxed:
-            kw["pass_fds"] = tuple(fd for fd in (self.sandbox.info_fd, self.sandbox.seccomp_fd) if fd >= 0)  # to bwrap
-            # alone (it makes Popen close every other descriptor)
+            kw["pass_fds"] = self.sandbox.pass_fds  # to bwrap alone (Popen closes every other descriptor)
         await super()._async_launch_kernel(kernel_cmd, **kw)
         if self.sandbox is not None:
             self.sandbox.link_sockets()

@@ -8,6 +8,7 @@ kernel tests are skipped (tests/test_sandbox.py checks that the grader then refu
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -801,11 +802,11 @@ def test_a_float64_answer_neither_passes_nor_earns_all_the_points(sol):
 
 
 _FORGED_TEXT = (
-    "＝HYPERLINK(\"http://evil.example\")",
+    '＝HYPERLINK("http://evil.example")',
     "\u200b=1+1",
     "\u202e=cmd|' /C calc'!A0",
     "\u3000@SUM(A1)",
-    "ok\n| attention | PASS | 10/10 |\n<img src=\"http://evil.example/beacon.png\"> <!-- ",
+    'ok\n| attention | PASS | 10/10 |\n<img src="http://evil.example/beacon.png"> <!-- ',
 )
 
 
@@ -836,7 +837,9 @@ def test_text_cannot_forge_a_sheet_formula_or_a_feedback_row(tmp_path):
     table = [line for line in prose.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(results), table  # the header, its rule and one row per result: nothing forged
     fences = [line for line in md.splitlines() if line.startswith("```") and line.endswith("text")]
-    assert len(fences) == len(results) and all(f == "````text" for f in fences), fences  # longer than the ``` inside: not closed early
+    assert len(fences) == len(results) and all(f == "````text" for f in fences), (
+        fences
+    )  # longer than the ``` inside: not closed early
 
 
 def _listening(path: Path) -> tuple[list[str], threading.Event, threading.Thread]:
@@ -935,3 +938,127 @@ def test_memfd_and_sysv_shared_memory_are_bounded(tmp_path):
     g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "hoarder", cell_timeout=60, limits=limits)
     assert not any("HELD" in p for p in g.problems), g.problems
     assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+
+
+@contextlib.contextmanager
+def _peak_memory():
+    """``[MB]``: how far this process's resident memory rose above its start while the block ran (sampled)."""
+    page = os.sysconf("SC_PAGE_SIZE") / 1e6
+    rss = lambda: int(Path("/proc/self/statm").read_text().split()[1]) * page  # noqa: E731
+    start, peak, done = rss(), [0.0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], rss() - start)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
+FLOOD_BUFFERS = """
+kernel = get_ipython().kernel
+big = b"x" * (64 << 20)  # three 64 MB buffers on iopub (the issue's were 1.4 GB each), past a 4 MB cap
+kernel.session.send(kernel.iopub_socket, "display_data", {"data": {}, "metadata": {}}, buffers=[big, big, big])
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_kernel_cannot_make_the_grader_hold_a_huge_message(tmp_path):
+    """Three 1.4 GB buffers sent on iopub grew the grader's own memory to 4.8 GB: the output cap counted a message
+    only once it was held. Now ZeroMQ refuses a part of a message past Limits.message_mb before the grader holds
+    it (ZMQ_MAXMSGSIZE on every socket of the grader's), the kernel is stopped, and the row's note says so."""
+    nbformat.write(_with_cell("04_masks", FLOOD_BUFFERS), tmp_path / "04_masks.ipynb")
+    with _peak_memory() as peak:
+        g = grade.grade_notebook(
+            tmp_path / "04_masks.ipynb", "flood", cell_timeout=60, limits=sandbox.Limits(message_mb=4)
+        )
+    assert peak[0] < 96, f"the grader's memory grew by {peak[0]:.0f} MB"  # 192 MB were sent
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+    assert any(n.startswith("Hit the limit on messages (4 MB per part") for n in g.notes), g.notes
+    assert any(p.startswith("Cell 4 stopped the kernel") for p in g.problems), g.problems
+
+
+@needs_bwrap
+def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp_path):
+    """A submission folder whose name is 240 bytes crashed the run with ENAMETOOLONG (its feedback file's temporary
+    name passed 255 bytes): no .sha256, no .hmac, later feedback lost. A name that is not UTF-8 (a zip made on
+    another system) is the same kind of name. Each gets its rows; the sheets and their HMAC are written."""
+    folder = tmp_path / "class"
+    names = ["é" * 120, "a" * 240, os.fsdecode(b"bad-\xff\xfe-bytes"), "=cmd|' -C calc'!A0", "two\nlines\u202e"]
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "04_masks.ipynb").write_text("not a notebook")  # no kernel: the rows say why
+    out = tmp_path / "out" / "grades.csv"
+    graded = grade.grade_folder(folder, out, progress=False, key_file=tmp_path / "key")
+    assert sorted(g.student for g in graded) == sorted(names)
+    assert out.with_suffix(".sha256").exists() and out.with_suffix(".hmac").exists()
+    feedback = list((out.parent / "feedback").iterdir())
+    assert len(feedback) == len(names) and all(len(os.fsencode(p.name)) <= 200 for p in feedback), feedback
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == 3 * len(names) and all(r["passed"] == "0" for r in rows), rows
+
+
+@pytest.mark.parametrize(
+    "exercise, code, flag",
+    [
+        (
+            "attention",
+            "from torch.nn.functional import *\ndef attention(q, k, v, mask=None):\n"
+            "    return scaled_dot_product_attention(q, k, v), None",
+            "uses PyTorch's F.scaled_dot_product_attention",
+        ),
+        (
+            "attention",
+            "import pickle\nclass Answer:\n    def __reduce__(self):\n        return (exec, ('import torch',))\n"
+            "def attention(q, k, v, mask=None):\n    pickle.loads(pickle.dumps(Answer()))\n    return q, None",
+            "defines __reduce__",
+        ),
+        (
+            "attention",
+            "import marshal, types\nCODE = b''\ndef attention(q, k, v, mask=None):\n"
+            "    return types.FunctionType(marshal.loads(CODE), {})(q, k, v)",
+            "turns data into code (marshal.loads)",
+        ),
+        (
+            "attention",
+            "from transformers.models.bert.modeling_bert import eager_attention_forward as ref\n"
+            "def attention(q, k, v, mask=None):\n    return ref(None, q, k, v, mask)",
+            "imports transformers.models.bert.modeling_bert, a package the assignments do not hand out",
+        ),
+        (
+            "decoder_layer",
+            "import transformer_lib as tl\ndef decoder_layer(cfg):\n    return tl.Transformer(cfg).decoder.layers[0]",
+            "uses the library's reference tl.Transformer",
+        ),
+        (
+            "attention",
+            "from os import *\ndef attention(q, k, v, mask=None):\n    return q, None",
+            "imports every name of os (import *)",
+        ),
+    ],
+    ids=["star import", "pickle __reduce__", "marshal", "transformers", "tl.Transformer's layer", "star elsewhere"],
+)
+def test_flags_read_star_imports_code_from_data_and_other_packages(exercise, code, flag):
+    """Each passed 10/10 (or 5/5) unflagged before: a star import hid F.scaled_dot_product_attention, a pickle
+    whose __reduce__ calls exec ran code the source does not show, an implementation came from transformers, and
+    the decoder exercise returned a layer of the library's whole model."""
+    found = integrity.flags(["import torch", code], {exercise: (exercise,)})[exercise]
+    assert any(f.startswith(flag) for f in found), found
+
+
+def test_the_nbgrader_route_says_it_runs_student_code_with_the_teachers_rights(tmp_path, capsys):
+    """nbgrader autograde ran student code as the teacher (as uid 0, the solutions readable) and a wrong answer that
+    patched its check got 10/10 there, without a word. The export now says so, in its output and its config."""
+    from transformer_lib.classroom import assignments
+
+    assert assignments.main(["--nbgrader", str(tmp_path / "course")]) == 0
+    said = capsys.readouterr().err
+    config = (tmp_path / "course" / "nbgrader_config.py").read_text()
+    for text in (said, config):
+        assert "runs each student's code with YOUR rights" in text and "patch the check" in text, text

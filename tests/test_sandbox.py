@@ -124,7 +124,7 @@ def test_nothing_in_the_sandbox_outlives_a_killed_grader(tmp_path):
             "box = sandbox.Sandbox(sandbox.LibraryCopy())",
             "child = \"import os, time; print('ready', flush=True); os.fork(); time.sleep(120)  # \" + box.token",
             "p = subprocess.Popen(box.wrap([sys.executable, '-c', child, '-f', box.connection_file]), env=box.env(),",
-            "                     stdout=subprocess.PIPE, pass_fds=(box.info_fd,))",
+            "                     stdout=subprocess.PIPE, pass_fds=box.pass_fds)",
             "assert p.stdout.readline().strip() == b'ready'",
             f"Path({str(token_file)!r}).write_text(box.token)",
             "time.sleep(120)",

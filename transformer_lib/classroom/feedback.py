@@ -6,7 +6,9 @@ escaped (:func:`markdown_text`), so that it shows as the text it is, never as a 
 
 from __future__ import annotations
 
+import hashlib
 import html
+import os
 import re
 
 from .graded import GradedNotebook
@@ -32,22 +34,34 @@ def _fence(text: str) -> str:
     return "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
 
 
+_NAME_BYTES = 160  # of a feedback file's name, before ".md": far below the 255 a file system allows
+
+
 def feedback_file_name(student: str) -> str:
-    """A student's name as a file name in the feedback folder (no separators, no leading dot)."""
-    return re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", student).lstrip(". ") or "_"
+    """A student's name as a file name in the feedback folder: no separators, no leading dot, valid UTF-8, and at
+    most 160 bytes (a longer name is cut and ends with a hash of the whole, so that two stay apart)."""
+    name = re.sub(r'[\\/:*?"<>|\x00-\x1f]', "_", clean_text(student)).lstrip(". ") or "_"
+    if len(name.encode()) <= _NAME_BYTES:
+        return name
+    digest = hashlib.sha256(os.fsencode(student)).hexdigest()[:12]
+    return name.encode()[: _NAME_BYTES - 13].decode(errors="ignore") + "-" + digest
 
 
 def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
     """One student's feedback: a table of results and points, then for each failure what failed, the hints, and
     the problems met while running each notebook (and any files that were not graded)."""
     rows = exercise_rows(graded)
-    lines = [f"# Feedback for {markdown_text(student)}", "", "| Assignment | Exercise | Result | Points |", "|---|---|---|---|"]
+    lines = [
+        f"# Feedback for {markdown_text(student)}",
+        "",
+        "| Assignment | Exercise | Result | Points |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         optional = " (optional)" if r["optional"] else ""
-        lines.append(
-            f"| {markdown_text(r['assignment'])} | {markdown_text(r['exercise'])}{optional} | {'PASS' if r['passed'] else 'FAIL'} | "
-            f"{r['points']}/{r['max_points']} |"
-        )
+        verdict = "PASS" if r["passed"] else "FAIL"
+        exercise = markdown_text(r["exercise"]) + optional
+        lines.append(f"| {markdown_text(r['assignment'])} | {exercise} | {verdict} | {r['points']}/{r['max_points']} |")
     for g in graded:
         passed = sum(r.passed for r in g.results)
         mine = [r for r in rows if r["assignment"] == g.assignment and r["student"] == g.student]
@@ -70,7 +84,9 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
             lines += [markdown_text(result.summary), ""]
             if not result.passed:
                 if result.parts:
-                    passed_parts = ", ".join(f"{markdown_text(p)} {'PASS' if ok else 'FAIL'}" for p, ok in result.parts.items())
+                    passed_parts = ", ".join(
+                        f"{markdown_text(p)} {'PASS' if ok else 'FAIL'}" for p, ok in result.parts.items()
+                    )
                     lines += [f"Parts (partial credit): {passed_parts}.", ""]
                 if result.details:
                     details = clean_text(result.details, lines=True)
@@ -78,7 +94,14 @@ def feedback_markdown(student: str, graded: list[GradedNotebook]) -> str:
                 if result.hints:
                     lines += [f"**Hint:** {markdown_text(result.hints[0])}", ""]
                 for level, hint in enumerate(result.hints[1:], start=2):
-                    lines += [f"<details><summary>Hint {level}</summary>", "", markdown_text(hint), "", "</details>", ""]
+                    lines += [
+                        f"<details><summary>Hint {level}</summary>",
+                        "",
+                        markdown_text(hint),
+                        "",
+                        "</details>",
+                        "",
+                    ]
         if g.problems:
             lines += [
                 "### Problems with your notebook",

@@ -35,9 +35,9 @@ from .sheet_rows import (
     NO_SUBMISSION,
     ROSTER_COLUMNS,
     clean_text,
-    not_a_formula,
     exercise_rows,
     graded_assignments,
+    not_a_formula,
     totals_from_rows,
     totals_table,
     written_points,
@@ -84,7 +84,7 @@ def write_atomic(path: str | Path, text: str) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tl-", suffix=".tmp")  # (a long name has no room for more)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -21,6 +21,8 @@ strings at run time, code fetched from a file) shows up only as the dynamic-code
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 from .source import CODE_MAGICS, Cell, parse_source, read_cells
@@ -34,6 +36,16 @@ _ALLOWED = {
     "multi_head_attention": {"scaled_dot_product_attention"},
 }
 _LIBRARY_HELPERS = {"get_device", "seed_everything", "Transformer", "TransformerConfig"}  # not answers to anything
+# exercises that build a piece of tl.Transformer: a whole model holds the answer (model.decoder.layers[0])
+_BUILT_BY_HAND = {"attention", "split_heads", "merge_heads", "multi_head_attention", "decoder_layer"}
+# what turns data into code: unpickling (a __reduce__ that calls exec), marshalled code objects, code and function
+# objects built by hand
+_CODE_FROM_DATA = (
+    *("pickle", "_pickle", "marshal", "dill", "cloudpickle", "shelve", "copyreg", "joblib", "torch.load"),
+    *("types.CodeType", "types.FunctionType", "torch.package", "torch.jit.load", "torch.hub"),
+)
+# packages a notebook of the assignments may import: the standard library, and what the assignments hand out
+_HANDED_OUT = {"torch", "numpy", "transformer_lib", "matplotlib", "IPython", "tqdm", "plotly", "pandas"}
 _TORCH_REFERENCES = {
     "torch.nn.functional.scaled_dot_product_attention",
     "torch.nn.functional.multi_head_attention_forward",
@@ -98,6 +110,7 @@ def definitions(sources: Sequence[str | Cell]) -> dict[str, list[int]]:
 def _aliases(trees: Iterable[ast.Module]) -> dict[str, str]:
     """Local name -> dotted module path, from every import anywhere in the notebook."""
     alias: dict[str, str] = {}
+    stars: dict[str, str] = {}
     for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -110,6 +123,9 @@ def _aliases(trees: Iterable[ast.Module]) -> dict[str, str]:
                 for a in node.names:
                     if a.name != "*":
                         alias[a.asname or a.name] = f"{node.module}.{a.name}"
+                    else:  # from torch.nn.functional import *: each name it brings, where it comes from
+                        stars.update({name: f"{node.module}.{name}" for name in _public_names(node.module)})
+    alias = {**stars, **alias}  # a name imported by name wins over one a star brings
     for tree in trees:  # t = torch, aten = torch.ops.aten (anywhere: a function's local name counts too)
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -117,6 +133,23 @@ def _aliases(trees: Iterable[ast.Module]) -> dict[str, str]:
                 if path is not None and node.targets[0].id not in alias:
                     alias[node.targets[0].id] = path
     return alias
+
+
+_STAR_SOURCES = ("torch", "transformer_lib", "numpy", "math")  # modules whose names a star import is read for
+
+
+def _public_names(module: str) -> list[str]:
+    """The names ``from module import *`` binds, for the modules the grader may import itself (PyTorch, this
+    library, numpy, math); none for any other (the grader never imports a module a student names: such a star
+    import is flagged instead, :func:`_hidden_code`)."""
+    if module.split(".")[0] not in _STAR_SOURCES:
+        return []
+    try:
+        found = importlib.import_module(module)
+    except Exception:  # not a module (a class's path, a typo): the kernel fails on it too
+        return []
+    names = getattr(found, "__all__", None)
+    return [str(n) for n in names] if names is not None else [n for n in vars(found) if not n.startswith("_")]
 
 
 def _dotted(node: ast.AST, alias: dict[str, str]) -> str | None:
@@ -171,6 +204,7 @@ def _reference(path: str, exercise: str) -> str | None:
         if (
             last.isupper()
             or last in _LIBRARY_HELPERS
+            and not (last == "Transformer" and exercise in _BUILT_BY_HAND)
             or last in _ALLOWED.get(exercise, ())
             or path.count(".") == 1
             and last in ("tokenization", "decoding", "attention", "masks", "layers")
@@ -271,7 +305,8 @@ def _tampering(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
                 flag = f"touches {'sys.modules' if node.attr == 'modules' else 'IPython event hooks'}"
             if flag and flag + f": {REFERENCE_NOTE}" not in out:
                 out.append(flag + f": {REFERENCE_NOTE}")
-    return out
+    # pickle, pickle.loads: said once, by the longest path
+    return [f for f in out if not any(g != f and g.startswith(f.split(")")[0] + ".") for g in out)]
 
 
 _HIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "breakpoint"}
@@ -302,6 +337,29 @@ def _ipython(node: ast.AST) -> str | None:
     return f"runs the IPython command {shown[:40]}, which the grader cannot read"
 
 
+def _imported_code(node: ast.AST, alias: dict[str, str]) -> str | None:
+    """A flag for code that comes from elsewhere than the notebook's source: data turned into code (pickle,
+    marshal, a class that defines ``__reduce__``), an implementation from a package the assignments do not hand
+    out (``transformers``), or a star import from a module the grader does not read."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__reduce__", "__reduce_ex__"):
+        return f"defines {node.name}, which makes unpickling run code the source does not show"
+    path = _dotted(node, alias) if isinstance(node, (ast.Attribute, ast.Name)) else None
+    if path and any(path == p or path.startswith(p + ".") for p in _CODE_FROM_DATA):
+        return f"turns data into code ({_short(path)}), which hides what it runs"
+    modules: list[str] = []
+    if isinstance(node, ast.Import):
+        modules = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        modules = [node.module]
+        if any(a.name == "*" for a in node.names) and not _public_names(node.module):
+            return f"imports every name of {node.module} (import *), which hides where a name comes from"
+    for module in modules:
+        top = module.split(".")[0]
+        if top not in _HANDED_OUT and top not in sys.stdlib_module_names:
+            return f"imports {module}, a package the assignments do not hand out (its code is not the notebook's)"
+    return None
+
+
 def _hidden_code(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
     """Flags for code anywhere in the notebook that runs or binds what its source does not show."""
     out: list[str] = []
@@ -319,6 +377,7 @@ def _hidden_code(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
                 elif name in _NAMESPACES:
                     flag = f"reads or writes the notebook's namespace ({name}()), which can rebind any name"
             flag = _ipython(node) or flag
+            flag = _imported_code(node, alias) or flag
             path = _dotted(node, alias) if isinstance(node, (ast.Attribute, ast.Name)) else None
             if path and (path == "importlib" or path.startswith("importlib.")):
                 flag = "imports by name at run time (importlib)"
@@ -326,7 +385,8 @@ def _hidden_code(trees: list[ast.Module], alias: dict[str, str]) -> list[str]:
                 flag = "reads source code at run time (inspect.getsource)"
             if flag and flag + f": {REFERENCE_NOTE}" not in out:
                 out.append(flag + f": {REFERENCE_NOTE}")
-    return out
+    # pickle, pickle.loads: said once, by the longest path
+    return [f for f in out if not any(g != f and g.startswith(f.split(")")[0] + ".") for g in out)]
 
 
 def _rebound(trees: list[ast.Module], names: Iterable[str]) -> list[str]:

@@ -9,7 +9,9 @@ grade, in a fresh kernel). When :func:`run_cells` returns, the kernel and every 
 
 It also says which of the sandbox's :class:`~transformer_lib.classroom.sandbox.Limits` a cell met: memory, processes
 or file size (from the exception the cell raised), CPU time (the kernel was killed by SIGXCPU), or output (counted
-here: what a cell prints past the kernel's allowance is dropped, never held in the grader's memory).
+here: what a cell prints past the kernel's allowance is dropped, never held in the grader's memory), or messages
+(a part of a message larger than :attr:`~.limits.Limits.message_mb` is refused by ZeroMQ, ``ZMQ_MAXMSGSIZE``, before
+the grader holds it; ZeroMQ then drops that connection for good, so the run stops there as if the kernel had died).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import zmq
 
 from .sandbox import Sandbox, SandboxedKernelManager
 
@@ -100,6 +104,24 @@ def _capped_client(nb: Any, **kwargs: Any) -> Any:
     return _Capped(nb, **kwargs)
 
 
+def _monitor(socket: Any) -> Any:
+    """A socket that hears when ``socket`` loses its connection: ZeroMQ drops the connection of a kernel that sends
+    a part of a message past ``ZMQ_MAXMSGSIZE`` (:attr:`~.limits.Limits.message_mb`), before anything of it is
+    held."""
+    return socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+
+async def _refused(monitors: list[Any]) -> bool:
+    """Whether a connection was dropped since the last look (a message past the limit; ZeroMQ does not reconnect
+    after such a protocol error)."""
+    dropped = False
+    for monitor in monitors:
+        while await monitor.poll(0):
+            await monitor.recv_multipart()
+            dropped = True
+    return dropped
+
+
 async def _exit_signal(km: Any, wait: float = 3.0) -> int | None:
     """The signal that ended the sandbox's kernel (bubblewrap exits with 128 + its number), if any; waits up to
     ``wait`` seconds for the process to be gone (a dead kernel is noticed on its sockets first)."""
@@ -159,8 +181,10 @@ async def run_cells(
     printed = 0  # what the notebook's own cells printed, in characters
     output = sandbox.limits.output_mb * 1_000_000
     fd = sandbox.output_fd  # the kernel's own stdout and stderr (and the sandbox's complaints): a pipe
+    monitors: list[Any] = []
     try:
         async with client.async_setup_kernel(env=sandbox.env(), cwd=sandbox.workdir, stdout=fd, stderr=fd):
+            monitors = [_monitor(channel.socket) for channel in (client.kc.iopub_channel, client.kc.shell_channel)]
             for index, (key, cell) in enumerate(cells):
                 left = deadline - time.monotonic()
                 limit = SETUP_TIMEOUT if key == SETUP_KEY else cell_timeout
@@ -172,6 +196,10 @@ async def run_cells(
                 client.exceeded = False
                 try:
                     await client.async_execute_cell(cell, index)
+                    if await _refused(monitors):  # the grader no longer hears this kernel: as if it had died
+                        run.limits[key] = "message"
+                        run.stopped = ("died", key)
+                        break
                     run.state[key] = "error" if error_of(cell) else "ok"
                     if which := limit_of(error_of(cell)):
                         run.limits[key] = which
@@ -195,12 +223,15 @@ async def run_cells(
     except Exception as e:  # a kernel that cannot start, a sandbox that cannot be set up, ...
         run.failure = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}".rstrip(": ")
     finally:
+        for monitor in monitors:
+            monitor.close(linger=0)
         atexit.unregister(client._cleanup_kernel)  # registered by nbclient; this function cleans up itself
         with contextlib.suppress(Exception):
             if client.kc is not None:
                 client.kc.stop_channels()
         with contextlib.suppress(Exception):
             await km.shutdown_kernel(now=True)
+        km.context.destroy(linger=0)  # the manager's own (SandboxedKernelManager.for_sandbox): its sockets too
         run.leftovers = sandbox.close()
         if run.failure:
             said = [line for line in sandbox.said().splitlines() if line.startswith("bwrap:")]

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import zmq
+import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 
@@ -222,6 +224,11 @@ class Sandbox:
         seccomp = self.seccomp_fd if self.seccomp_fd >= 0 else None
         return bwrap_command(self.limits, self.folder, self.library.parent, self.uid, kernel, self.info_fd, seccomp)
 
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors bubblewrap must get (``Popen(pass_fds=...)``): its info pipe and its seccomp filter."""
+        return tuple(fd for fd in (self.info_fd, self.seccomp_fd) if fd >= 0)
+
     def link_sockets(self, timeout: float = 60) -> None:
         """Once bubblewrap has started: learn the pid of the sandbox's first process, through whose
         ``/proc/<pid>/root`` the grader reaches the sockets the kernel binds (:meth:`socket_url`)."""
@@ -307,7 +314,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     @classmethod
     def for_sandbox(cls, sandbox: Sandbox, kernel_name: str) -> SandboxedKernelManager:
         """A manager for one kernel of ``kernel_name`` that will start in ``sandbox``."""
-        km = cls(kernel_name=kernel_name, transport="ipc", ip=str(Path(sandbox.sockets, "kernel")))
+        context = zmq.asyncio.Context()  # every socket of the grader's refuses a part past the limit, unread
+        context.setsockopt(zmq.MAXMSGSIZE, sandbox.limits.message_mb * 1024 * 1024)
+        km = cls(kernel_name=kernel_name, transport="ipc", ip=str(Path(sandbox.sockets, "kernel")), context=context)
         km.sandbox = sandbox
         km.client_factory = SandboxedKernelClient
         km.connection_file = sandbox.connection_file
@@ -321,8 +330,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         return self.sandbox.socket_url(f"kernel-{getattr(self, f'{channel}_port')}")
 
     def client(self, **kwargs: Any) -> Any:
-        client = super().client(**kwargs)
-        client.sandbox = self.sandbox  # (SandboxedKernelClient: reaches the sockets the same way)
+        client = super().client(context=self.context, **kwargs)
+        client.sandbox = self.sandbox  # type: ignore[attr-defined]  # (SandboxedKernelClient: reaches the sockets the same way)
         return client
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
@@ -331,8 +340,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         if self.sandbox is not None and not self.sandbox.unsandboxed:
-            kw["pass_fds"] = tuple(fd for fd in (self.sandbox.info_fd, self.sandbox.seccomp_fd) if fd >= 0)  # to bwrap
-            # alone (it makes Popen close every other descriptor)
+            kw["pass_fds"] = self.sandbox.pass_fds  # to bwrap alone (Popen closes every other descriptor)
         await super()._async_launch_kernel(kernel_cmd, **kw)
         if self.sandbox is not None:
             self.sandbox.link_sockets()

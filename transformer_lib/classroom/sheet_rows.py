@@ -64,6 +64,7 @@ SANDBOXED, UNSANDBOXED = "bubblewrap", "NONE (--no-sandbox)"
 # line and paragraph separators, and the Hangul fillers that show as nothing
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|\x9b[0-?]*[ -/]*[@-~]?")
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u115f\u1160\u3164\uffa0]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # spaces of other widths: one space
 
 
@@ -75,6 +76,7 @@ def clean_text(text: str, *, lines: bool = False) -> str:
     """``text`` without control characters, escape sequences and invisible or reordering characters, for a sheet or
     a feedback file: one line (tabs and line breaks become spaces), or with ``lines`` its line breaks kept (a
     carriage return becomes one)."""
+    text = _SURROGATES.sub("\ufffd", text)  # a name that is not UTF-8 (Python's surrogate escapes): shown as �
     text = _SPACES.sub(" ", _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n"))
     text = _visible(text) if lines else _visible(text.replace("\n", " ").replace("\t", " "))
     return text.replace("\t", "    ") if lines else text

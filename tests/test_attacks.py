@@ -25,6 +25,7 @@ import pytest
 import torch
 
 from transformer_lib.classroom import grade, integrity, sandbox, stubs
+from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.registry import ASSIGNMENTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))

@@ -393,7 +393,7 @@ def test_a_students_text_cannot_become_a_spreadsheet_formula_or_a_path(tmp_path)
     assert answers["ann"] == '\'=HYPERLINK("http://x", "click")' and answers["../../etc/evil\nname"] == "'+1"
     assert answers["bob"] == "'- a list item" and answers["cy"] == ""
     assert sorted(p.name for p in (tmp_path / "out" / "feedback").iterdir()) == [
-        "_.._etc_evil_name.md",
+        "_.._etc_evil name.md",  # the line break became a space (clean_text), the separators underscores
         "ann.md",
         "bob.md",
         "cy.md",

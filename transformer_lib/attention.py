@@ -121,9 +121,10 @@ def _every_query_sees_a_key(has_key: Tensor) -> bool:
 
 def _static_keys_values(cache: KVCache | None) -> tuple[Tensor, Tensor] | None:
     """The keys and values that a filled static (cross-attention) cache holds, or None."""
-    if cache is None or not (cache.static and cache.length) or cache.k is None or cache.v is None:
+    if cache is None or not (cache.static and cache.length):
         return None
-    return cache.k, cache.v
+    k, v = cache.k, cache.v  # each a view of the cache's buffer: read once (an operator call each)
+    return None if k is None or v is None else (k, v)
 
 
 class MultiHeadAttention(nn.Module):

@@ -205,6 +205,7 @@ def notebook_namespace(path: str | Path, *, skip_tags: tuple[str, ...] = ("check
 _NOT_COPIED = (
     ".git",
     ".venv",
+    ".venv-reader",
     "venv",
     "_build",
     "__pycache__",

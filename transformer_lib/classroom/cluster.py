@@ -252,7 +252,9 @@ def grade_on_cluster(
                 s.path.name,
                 s.path.read_bytes(),
                 options,
-                key=f"tl-grade-{i}-{token} {s.student}/{s.path.name}",
+                # the student's name is for Dask's dashboard only, and travels as text any name can become
+                # (msgpack refuses a surrogate that a folder name not in UTF-8 leaves in a str)
+                key=f"tl-grade-{i}-{token} {_printable(s.student)}/{_printable(s.path.name)}",
                 pure=False,
                 priority=-i,  # in the class's order
             ): i
@@ -323,3 +325,11 @@ def worker_rows(graded: list[Graded], file_names: list[str]) -> list[dict[str, A
         }
         for g, name in zip(graded, file_names, strict=True)
     ]
+
+
+def _printable(name: str, limit: int = 80) -> str:
+    """A name as plain UTF-8 text of at most ``limit`` characters: undecodable bytes escaped, control characters
+    dropped (a task key is shown and sent, never parsed back)."""
+    text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -24,7 +24,8 @@ from .mfu import mfu_benchmark
 from .runner import BENCHMARKS, run_all
 from .train_step import train_step_benchmark
 
-RESULTS = Path(__file__).resolve().parent / "results"  # the recorded runs (one JSON file per machine)
+# the recorded runs, one JSON file per machine (the grader's benchmark keeps its own in results/grading/)
+RESULTS = Path(__file__).resolve().parent / "results"
 
 __all__ = [
     "RESULTS",

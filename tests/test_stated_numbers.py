@@ -354,7 +354,7 @@ def test_a_retyped_number_in_the_body_fails() -> None:
 # bound belongs in the assert; the prose says what the section printed.
 BOUND = re.compile(
     r"(?<![\w-])(more than|less than|fewer than|at least|at most|above|below|within|about|>|<|≥|≤|\\geq|\\leq)\s*"
-    r"\$?(\d[\d,]*(?:\.\d+)?)(\s?%|\s?×|\s+times\b)?(?![\d.,]?\d)",
+    r"\$?(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)(\s?%|\s?×|\s+times\b)?(?![\d.,]?\d)",
     re.I,
 )
 
@@ -370,6 +370,8 @@ def stated_bounds(prose: str, printed: str, given: dict[str, str]) -> list[str]:
     ['more than 0.7', 'at least 95%', 'about 290']
     >>> stated_bounds("0.858 of its weight, 99.17% right, 287 words, at most 11 words", "0.858 0.9917 287", {})
     []
+    >>> stated_bounds("a gap of at most 1.9e-06, within 5e-06", "max gap 1.9e-06", {})  # the exponent is the number's
+    ['within 5e-06']
     >>> stated_bounds("about 20 seconds; about 37,000 tokens; below 0.5", "the loss 1.31", {"37,000": "", "0.5": ""})
     []
     """
@@ -384,7 +386,7 @@ def stated_bounds(prose: str, printed: str, given: dict[str, str]) -> list[str]:
         values = [value, value / 100] if unit == "%" else [value]
         if any(abs(x - v) <= half_unit * (1 + 1e-9) * (v / value if value else 1) for x in shown for v in values):
             continue  # printed to the digits the prose gives: the prose states the value, not a bound
-        if "." not in number and not unit:
+        if "." not in number and "e" not in number.lower() and not unit:
             if word.lower() != "about" or not any(x != value and abs(x - value) <= 0.05 * value for x in counts):
                 continue  # a whole number: a setting ("at most 11 words"), unless the section prints a count it rounds
         found.append(f"{word} {number}{'%' if unit == '%' else '×' if unit else ''}")

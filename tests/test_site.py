@@ -49,7 +49,9 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     # plotly's toolbar in Chinese: its zh-CN locale, which plotly-theme.js loads with plotly.js
     assert '"locale": "zh-CN"' in node.astext() and '.height, "zh-CN"); }' in node.astext()
     assert (site.STATIC / "vendor" / "plotly" / "plotly-locale-zh-cn.js").is_file()
-    other = SimpleNamespace(mime_type="text/html", content="<b>hi</b>", string="<b>hi</b>", cell_index=0, output_index=0)
+    other = SimpleNamespace(
+        mime_type="text/html", content="<b>hi</b>", string="<b>hi</b>", cell_index=0, output_index=0
+    )
     assert site.PlotlyMystNbRenderer.handle_mime(renderer, other, False) is None
     assert ("html", site.PLOTLY_MIME, 15) in site.PlotlyMystNbRenderer.mime_priority_overrides
 

@@ -750,14 +750,11 @@ def _shown(cell: nbformat.NotebookNode) -> bool:
 
 
 # Shown cells (by cell id) that end drawing after model code but cannot be split at one statement boundary: the
-# drawing code interleaves with statements that compute or build the figure's controls (slider steps, menu buttons),
-# or the model is computed inside the drawing code, so the split needs a person. Each entry may only go away.
+# drawing code interleaves with model code, or the model is computed inside the drawing code, so the split needs a
+# person. Each entry may only go away.
 DRAWING_LEFT_IN = {
-    "e2c32ab9",  # 01: spectral-radius slider; `steps` is built between the traces and the layout
     "ca18a9c4",  # 02: the tokenizer widget; helper functions and widgets interleave
-    "b0e9e79d",  # 02: embedding projection; `views`, `n_groups`, `buttons` between the traces and the layout
     "b5452f04",  # 07: the ONNX translator check ends with the live translator's page
-    "8c19e29a",  # appendix A: pattern scores; `buttons` between the traces and the layout
     # the model is computed inside the drawing loop or function: splitting would leave only a constant shown
     "ch03-12",  # 03: the encoding table for each d_model, computed in the slider's trace loop
     "ch04-28",  # 04: ÷√d_k and the softmax, computed in the bar chart's trace loop

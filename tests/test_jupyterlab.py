@@ -203,7 +203,7 @@ def first_widget_cell(page_name: str) -> int | None:
     is none to read (run every cell and look), None when the page shows no widget."""
     import nbformat
 
-    from transformer_lib.site.execution import fingerprint
+    from transformer_lib.site.page_dependencies import fingerprint
 
     source = nbformat.read(BOOK / page_name, as_version=4)
     code = [i for i, cell in enumerate(source.cells) if cell.cell_type == "code"]

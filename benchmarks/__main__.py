@@ -7,13 +7,13 @@ the environment and the headline ratios (``train_step_ratio_vs_torch``, ``kv_cac
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 
 import torch
 
+from .common import write_result
 from .runner import BENCHMARKS, TARGETS, run_all
 
 
@@ -52,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         f"total {result['seconds']:.0f} s on {result['env']['device']} with {result['env']['threads']} thread(s)",
     ]
     print("\n".join(summary))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"wrote {args.json}")
+    write_result(args.json, result)
     return 0
 
 

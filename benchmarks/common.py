@@ -8,10 +8,12 @@ each round sees the same load on both sides, so the median ratio over rounds is 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -98,3 +100,12 @@ def format_table(rows: list[dict], columns: list[tuple[str, str]], title: str = 
     out += [line, "-" * len(line)]
     out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in body]
     return "\n".join(out)
+
+
+def write_result(path: Path | None, result: dict) -> None:
+    """Write a benchmark's result as JSON to ``path`` (its folder made if needed) and say so; nothing when None."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {path}")

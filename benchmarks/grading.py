@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .common import environment, summarize
+from .common import environment, summarize, write_result
 
 __all__ = ["ENGINES", "QUICK", "FULL", "make_class", "grading_benchmark", "projection", "table"]
 
@@ -254,10 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         **grading_benchmark(**(QUICK if args.quick else FULL), engines=args.engines),
     }
     print(table(result))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"wrote {args.json}")
+    write_result(args.json, result)
     return 0
 
 

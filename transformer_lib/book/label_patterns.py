@@ -65,8 +65,12 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^Encoder self-attention: layer (\d+), head (\d+)$"), r"编码器自注意力：第 \1 层，第 \2 个头"),
         (re.compile(r"^layer (\d+), head (\d+): (.*)$"), r"第 \1 层，第 \2 个头：\3"),
         (
-            re.compile(r"^(post|pre)-LN, (\d+) layers: top 3 / bottom 3 = (\S+)$"),
-            r"\1-LN，\2 层：顶部 3 层 / 底部 3 层 = \3",
+            re.compile(r"^post-LN, (\d+) layers: top 3 / bottom 3 = (\S+)$"),
+            r"后置规范化，\1 层：顶部 3 层 / 底部 3 层 = \2",
+        ),
+        (
+            re.compile(r"^pre-LN, (\d+) layers: top 3 / bottom 3 = (\S+)$"),
+            r"前置规范化，\1 层：顶部 3 层 / 底部 3 层 = \2",
         ),
         (re.compile(r"^Cross-attention: layer (\d+), head (\d+)$"), r"交叉注意力：第 \1 层，第 \2 个头"),
         (re.compile(r"^Next-token candidates for: (.*)$"), r"下一个词元的候选：\1"),

@@ -432,7 +432,9 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
         return say("{named}, over {length} {unit}s. {curves}.", lang, named=named, length=facts["length"], unit=unit,
                    curves=listed(series, 0, False))  # fmt: skip
     # a part is named by the first line of its label, translated as a whole (the catalog holds whole labels)
-    parts = list(dict.fromkeys(_plain(translate(str(p), lang).split("<br>")[0]) for p in facts.get("parts") or []))
+    # (a quoted label keeps the paper's English on its first line, over the page language's term on its last: a
+    # reader of that language hears the last)
+    parts = list(dict.fromkeys(_plain(_part_name(translate(str(p), lang), lang)) for p in facts.get("parts") or []))
     parts = [p for p in parts if p]
     if not parts:
         return say("{named}.", lang, named=named)
@@ -442,3 +444,14 @@ def alt_sentence(facts: dict[str, Any], lang: str) -> str:
 def alt_meta(facts: dict[str, Any]) -> dict[str, Any]:
     """The ``layout.meta`` entries that give a figure its text alternative: the facts, and their English sentence."""
     return {"alt": alt_sentence(facts, "en"), "alt_facts": facts}
+
+
+def _part_name(label: str, lang: str) -> str:
+    """The line of a diagram part's label that names it in ``lang``: the first, or for a quoted label
+    (:data:`QUOTE`, the paper's English over this language's term) on a page not in English, the last.
+
+    >>> _part_name(QUOTE + "Scale: ÷ 8<br>缩放", "zh"), _part_name("embedding<br>37000 × 512", "zh")
+    ('缩放', 'embedding')
+    """
+    lines = label.replace(QUOTE, "").split("<br>")  # the mark is for the catalog, not for a listener
+    return lines[-1] if lang != "en" and label.lstrip().startswith(QUOTE) else lines[0]

@@ -97,13 +97,18 @@ def layout(tmp_path):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(autograder: Path, root: Path, nb: nbformat.NotebookNode) -> dict:
-    """Unzip the autograder into root/source, hand in ``nb``, run run_autograder, read results.json."""
+def _lay_out(autograder: Path, root: Path) -> None:
+    """Gradescope's folders under ``root``, empty, with the autograder unzipped into ``source``."""
     for folder in ("source", "submission", "results"):
         shutil.rmtree(root / folder, ignore_errors=True)
         (root / folder).mkdir()
     with zipfile.ZipFile(autograder) as z:
         z.extractall(root / "source")
+
+
+def _run(autograder: Path, root: Path, nb: nbformat.NotebookNode) -> dict:
+    """Unzip the autograder into root/source, hand in ``nb``, run run_autograder, read results.json."""
+    _lay_out(autograder, root)
     (root / "source" / "run_autograder").chmod(0o755)
     nbformat.write(nb, root / "submission" / "my work (final).ipynb")
     env = {**os.environ, "TL_AUTOGRADER_PYTHON": sys.executable, "TL_AUTOGRADER_ROOT": str(root)}
@@ -140,11 +145,7 @@ def test_run_autograder_scores_honest_wrong_and_attacking_submissions(autograder
 
 def _in_process(autograder: Path, root: Path, nb: nbformat.NotebookNode) -> dict:
     """As :func:`_run`, but run_autograder called here (so that a test can take bubblewrap away)."""
-    for folder in ("source", "submission", "results"):
-        shutil.rmtree(root / folder, ignore_errors=True)
-        (root / folder).mkdir()
-    with zipfile.ZipFile(autograder) as z:
-        z.extractall(root / "source")
+    _lay_out(autograder, root)
     nbformat.write(nb, root / "submission" / f"{ASSIGNMENT}.ipynb")
     gradescope.run_autograder(ASSIGNMENT, root)
     return json.loads((root / "results" / "results.json").read_text())

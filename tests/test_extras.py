@@ -3,6 +3,7 @@ needs an extra's package asks for it only when used, with an error that names th
 """
 
 import ast
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 from transformer_lib import optional
 from transformer_lib.book import live_translator, pretrained
@@ -115,6 +117,28 @@ def test_every_package_an_extra_names_is_pinned_in_constraints():
     pinned = {_name(line) for line in (ROOT / "constraints.txt").read_text().splitlines() if line and line[0].isalnum()}
     named = {_name(r) for reqs in EXTRAS.values() for r in reqs} | {_name(r) for r in PROJECT["dependencies"]}
     assert named - pinned - {"transformer-lib", "torch"} == set()
+
+
+def test_every_pinned_version_installs_on_the_oldest_python_the_project_accepts():
+    """constraints.txt pins what the working environment holds; a pin whose wheel asks for a newer Python than
+    pyproject.toml's floor stops the reader's install there (soupsieve 4.1.2 needs 3.11.5: on Debian 12's Python
+    3.11.2 pip backtracked for minutes, then failed). Read from the installed packages' own metadata, no network."""
+    floor = PROJECT["requires-python"].removeprefix(">=") + ".0"  # ">=3.11" -> the oldest release, 3.11.0
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and line[0].isalnum():
+            name, _, version = line.partition("==")
+            pins[_name(name)] = version.split(";")[0].strip()
+    too_new = {}
+    for dist in importlib.metadata.distributions():
+        name, wanted = _name(dist.metadata["Name"]), dist.metadata.get("Requires-Python")
+        if pins.get(name) == dist.version and wanted and floor not in SpecifierSet(wanted):
+            too_new[f"{name}=={dist.version}"] = wanted
+    assert len(pins) > 100, f"read {len(pins)} pins from constraints.txt"
+    assert not too_new, (
+        f"these pins need a newer Python than pyproject.toml's requires-python (>= {floor}): {too_new}; "
+        "pin an older release in scripts/freeze_constraints.sh's OLDEST_PYTHON_PINS"
+    )
 
 
 @pytest.mark.slow  # imports the whole library in a fresh interpreter: about 10 s on a 2-core CPU

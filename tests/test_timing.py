@@ -1,5 +1,7 @@
 """transformer_lib.book.timing: the one timing helper of the book and the benchmarks (behaviour, never a speed)."""
 
+import time
+
 import pytest
 import torch
 
@@ -27,6 +29,19 @@ def test_timer_measures_a_block_on_the_cpu():
     with timing.Timer(torch.device("cpu")) as t:
         sum(range(1000))
     assert 0 <= t.seconds < 60
+
+
+def test_the_cpu_clock_counts_work_and_not_waiting():
+    with timing.Timer(torch.device("cpu"), clock="cpu") as asleep:
+        time.sleep(0.2)
+    with timing.Timer(torch.device("cpu"), clock="cpu") as working:
+        sum(range(3_000_000))
+    assert asleep.seconds < 0.1, f"0.2 s asleep counted {asleep.seconds:.3f} CPU s (expected almost none)"
+    assert working.seconds > 0, working.seconds
+    rounds = timing.interleaved_times({"a": lambda: None}, repeats=2, warmup=0, clock="cpu")
+    assert len(rounds["a"]) == 2
+    with pytest.raises(ValueError, match="clock: expected 'wall' or 'cpu', got 'gpu'"):
+        timing.time_call(lambda: None, clock="gpu")  # type: ignore[arg-type]
 
 
 def test_count_work_counts_flops_and_operator_calls():

@@ -2,13 +2,15 @@
 clock, warm up first, and compare contenders interleaved (A B, B A, ...) so that a load change hits both.
 
 Wall-clock figures are shown in the book and measured in ``benchmarks/``; no test asserts one (a busy machine
-would break it): claims about speed are checked by counts, or by ratios of interleaved medians with wide margins.
+would break it): claims about speed are checked by counts, or in CPU time (``clock="cpu"``: the seconds this process
+ran, which other programs on the machine cannot add to), with margins.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Literal
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -27,21 +29,30 @@ def synchronize(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-class Timer:
-    """Wall-clock seconds of a block, synchronising the device at both ends."""
+Clock = Literal["wall", "cpu"]
+_CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
-    def __init__(self, device: torch.device) -> None:
+
+class Timer:
+    """Seconds of a block, synchronising the device at both ends: wall-clock time (``clock="wall"``), or the CPU time
+    of this process, all its threads (``clock="cpu"``), which a busy machine does not inflate. On a GPU, CPU time
+    counts only the host's share (launches, and the wait in ``synchronize``)."""
+
+    def __init__(self, device: torch.device, clock: Clock = "wall") -> None:
+        if clock not in _CLOCKS:
+            raise ValueError(f"clock: expected 'wall' or 'cpu', got {clock!r}")
         self.device = device
         self.seconds = float("nan")
+        self._clock = _CLOCKS[clock]
 
     def __enter__(self) -> Timer:
         synchronize(self.device)
-        self._start = time.perf_counter()
+        self._start = self._clock()
         return self
 
     def __exit__(self, *exc) -> None:
         synchronize(self.device)
-        self.seconds = time.perf_counter() - self._start
+        self.seconds = self._clock() - self._start
 
 
 def interleaved_times(
@@ -51,8 +62,10 @@ def interleaved_times(
     inner: int = 1,
     warmup: int = 1,
     device: torch.device | str = "cpu",
+    clock: Clock = "wall",
 ) -> dict[str, list[float]]:
-    """Seconds per call of each contender, measured in ``repeats`` interleaved rounds of ``inner`` calls.
+    """Seconds per call of each contender (wall-clock, or CPU time with ``clock="cpu"``), measured in ``repeats``
+    interleaved rounds of ``inner`` calls.
 
     The order of the contenders alternates between rounds (A B, B A, ...) so that neither always runs first.
     Returns ``{name: [seconds per call, one per round]}``.
@@ -67,7 +80,7 @@ def interleaved_times(
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names if r % 2 == 0 else names[::-1]:
-            with Timer(device) as t:
+            with Timer(device, clock) as t:
                 for _ in range(inner):
                     contenders[name]()
             times[name].append(t.seconds / inner)
@@ -75,9 +88,20 @@ def interleaved_times(
 
 
 def time_call(
-    fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1, device: torch.device | str = "cpu"
+    fn: Callable[[], object],
+    *,
+    repeats: int = 5,
+    warmup: int = 1,
+    device: torch.device | str = "cpu",
+    clock: Clock = "wall",
 ) -> list[float]:
-    """Seconds taken by each of ``repeats`` calls of ``fn``, after ``warmup`` untimed calls."""
+    """Seconds taken by each of ``repeats`` calls of ``fn`` (wall-clock, or CPU time with ``clock="cpu"``), after
+    ``warmup`` untimed calls.
+
+    >>> fastest = min(time_call(lambda: sum(range(10_000)), repeats=3, clock="cpu"))
+    >>> 0 <= fastest < 10
+    True
+    """
     check_positive("repeats", repeats)
     check_positive("warmup", warmup, allow_zero=True)
     device = torch.device(device)
@@ -85,7 +109,7 @@ def time_call(
         fn()
     seconds = []
     for _ in range(repeats):
-        with Timer(device) as t:
+        with Timer(device, clock) as t:
             fn()
         seconds.append(t.seconds)
     return seconds

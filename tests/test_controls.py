@@ -134,3 +134,34 @@ def test_the_site_renders_a_live_controls_precomputed_view_never_its_widget():
         assert WIDGET_MIME not in order, (builder, order)
         assert order.index("application/vnd.plotly.v1+json") < order.index("text/html"), (builder, order)
     assert WIDGET_MIME in get_mime_priority("html", [])  # what myst-nb would do without the override
+
+
+def test_live_with_one_choice_shows_that_view_with_its_own_slider_on_the_site():
+    import ipywidgets as widgets
+
+    from transformer_lib.book.controls import live
+
+    def draw(n=1):
+        return precomputed(_draw, {"scale": [n, n + 1]})  # a figure with a slider of its own
+
+    control = live(draw, {"n": widgets.Dropdown(options=[1, 5, 9])}, {"n": [5]})
+    figure = control._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+    assert [list(t["y"]) for t in figure["data"]] == [[5, 10], [6, 12]] and len(figure["layout"]["sliders"]) == 1
+
+
+def test_live_fixes_an_argument_with_one_choice_on_the_site():
+    import ipywidgets as widgets
+
+    from transformer_lib.book.controls import live
+
+    control = live(
+        _draw,
+        {"scale": widgets.IntSlider(2, min=1, max=9), "kind": widgets.Dropdown(options=["bar", "line"])},
+        {"scale": [1, 2, 3], "kind": ["line"]},
+        initial={"scale": 2, "kind": "line"},
+        label="scale",
+    )
+    figure = control._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+    slider = figure["layout"]["sliders"][0]  # a slider over the one argument that varies, not a menu of pairs
+    assert [s["label"] for s in slider["steps"]] == ["1", "2", "3"] and slider["active"] == 1
+    assert {t["type"] for t in figure["data"]} == {"scatter"}  # kind="line" in every view

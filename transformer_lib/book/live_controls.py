@@ -76,7 +76,8 @@ def live(
         controls: argument name -> the ipywidgets control that sets it in a kernel (a ``Text`` for free text, a slider
             for a range). Their values are the live view's first values.
         choices: argument name -> the values the website offers (at most ``MAX_VIEWS`` combinations); the same
-            names as ``controls``.
+            names as ``controls``. With one value each, the site shows that one view as it is (a figure with a
+            slider of its own keeps it).
         initial: the website's first view (default: the first values).
         label: text before the website's slider (one argument only).
 
@@ -107,8 +108,19 @@ def live(
 
     widget = widgets.interactive(show, **controls)
     first = drawn[0] if drawn else draw(**{name: control.value for name, control in controls.items()})
-    if isinstance(first, str):
-        site: Any = precomputed_html(draw, choices, initial=initial)
-    else:
-        site = precomputed(draw, choices, initial=initial, label=label)
+    if all(len(values) == 1 for values in choices.values()):  # one view: the site shows it with its own controls
+        one = draw(**{name: values[0] for name, values in choices.items()})
+        site: Any = HTML(one) if isinstance(one, str) else one
+    else:  # an argument with one value is fixed on the site: no menu for it
+        fixed = {name: values[0] for name, values in choices.items() if len(values) == 1}
+        varying = {name: values for name, values in choices.items() if len(values) > 1}
+        start = {name: value for name, value in (initial or {}).items() if name in varying} or None
+
+        def view(**values: Any) -> Any:
+            return draw(**values, **fixed)
+
+        if isinstance(first, str):
+            site = precomputed_html(view, varying, initial=start)
+        else:
+            site = precomputed(view, varying, initial=start, label=label)
     return LiveControl(widget, site)

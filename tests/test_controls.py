@@ -95,8 +95,9 @@ def test_live_gives_the_widget_to_a_notebook_and_the_precomputed_figure_to_the_s
     assert len(figure["data"]) == 4 and [t["visible"] for t in figure["data"]] == [False, False, False, True]
     assert calls[0] == (7, "bar")  # the widget's first view is drawn from the widgets' values
     assert sorted(calls[1:]) == [(1, "bar"), (1, "line"), (2, "bar"), (2, "line")]
+    assert control.value.layout.title.text == "bar x7"  # what the live view shows
     control.widget.children[0].value = 40  # moving the slider redraws with the new value, as in a kernel
-    assert calls[-1] == (40, "bar")
+    assert calls[-1] == (40, "bar") and control.value.layout.title.text == "bar x40"
 
 
 def test_live_html_views_and_bad_arguments():

@@ -44,12 +44,18 @@ class LiveControl:
         site: the precomputed figure (or HTML) that the website shows.
     """
 
-    def __init__(self, widget: Any, site: Any) -> None:
+    def __init__(self, widget: Any, site: Any, drawn: list[Any] | None = None) -> None:
         if not hasattr(widget, "_repr_mimebundle_"):
             raise TypeError(f"widget: expected an ipywidgets widget, got {type(widget).__name__}")
         self.widget = widget
         self.site = site
         self._site = _site_bundle(site)  # checked now, not when the page is displayed
+        self._drawn = drawn if drawn is not None else []
+
+    @property
+    def value(self) -> Any:
+        """What the live view shows now: the figure or HTML of the widget's latest drawing (None before any)."""
+        return self._drawn[-1] if self._drawn else None
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         widget = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
@@ -103,7 +109,7 @@ def live(
 
     def show(**values: Any) -> None:
         out = draw(**values)
-        drawn.append(out)
+        drawn[:] = [out]  # the latest only: a long session keeps no old figures
         display(HTML(out) if isinstance(out, str) else out)
 
     widget = widgets.interactive(show, **controls)
@@ -123,4 +129,4 @@ def live(
             site = precomputed_html(view, varying, initial=start)
         else:
             site = precomputed(view, varying, initial=start, label=label)
-    return LiveControl(widget, site)
+    return LiveControl(widget, site, drawn)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -728,8 +729,22 @@ def _draws(statement: str) -> bool:
     )
 
 
+def _only_prints(statement: str) -> bool:
+    """True for a statement that only prints: a ``print(...)`` call, or a loop whose body only prints."""
+    node = _parse(textwrap.dedent(statement)).body[0]
+    if isinstance(node, ast.For):
+        return all(_only_prints(ast.unparse(inner)) for inner in node.body)
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "print"
+    )
+
+
 def ends_drawing_after_model(source: str) -> bool:
     """True for a cell that computes and then draws: its last statements draw, a statement before them does not.
+    Prints after the figure do not hide it (they belong to the model half, before the figure).
 
     Such a cell splits in two at that boundary: the model half shown, the drawing half folded.
 
@@ -739,8 +754,16 @@ def ends_drawing_after_model(source: str) -> bool:
     False
     >>> ends_drawing_after_model("viz.attention_grid(maps, words, words)\\nprint(maps.shape)")
     False
+    >>> ends_drawing_after_model("g = model(x)\\nfig = viz.line_plot(g)\\nfig.show()\\nprint(g.max())")
+    True
+    >>> ends_drawing_after_model("g = model(x)\\nviz.line_plot(g).show()\\nfor k in g:\\n    print(k)")
+    True
+    >>> ends_drawing_after_model("g = model(x)\\nprint(g.max())")
+    False
     """
     statements = _statements(source)
+    while len(statements) > 1 and _only_prints(statements[-1]):
+        statements.pop()
     tail = len(statements)
     while tail and _draws(statements[tail - 1]):
         tail -= 1

@@ -29,7 +29,7 @@ def _site_bundle(site: Any) -> dict[str, Any]:
     if isinstance(site, go.Figure):
         import plotly.io as pio
 
-        return pio.renderers["plotly_mimetype"].to_mimebundle(site.to_dict())  # type: ignore[no-any-return]
+        return pio.renderers["plotly_mimetype"].to_mimebundle(site.to_dict())
     html = getattr(site, "_repr_html_", None)
     if html is None:
         raise TypeError(f"site: expected a plotly Figure or an object with _repr_html_, got {type(site).__name__}")

@@ -69,17 +69,13 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def drop_unused_widget_state(notebook: nbformat.NotebookNode) -> bool:
-    """Remove the saved ipywidgets state when no output the website shows holds a widget view.
+    """Remove the saved ipywidgets state: the website renders no widget view.
 
-    A live control's output is removed from the site (tag ``remove-output``: it cannot recompute without a
-    kernel), but the state of its widgets, saved outputs included, would still be embedded in the page: 85 KB
-    of chapter 3's page. Returns whether the state was dropped.
+    A widget cannot recompute without a kernel: ``_config.yml`` drops the widget view's MIME type from what the site
+    renders (a ``controls.live`` output shows its precomputed figure or HTML instead), but the state of its widgets,
+    saved outputs included, would still be embedded in the page, with the JavaScript that reads it (85 KB of chapter
+    3's page). Returns whether there was a state to drop.
     """
-    hidden = {"remove-output", "remove-cell"}
-    for cell in notebook.cells:
-        if cell.cell_type == "code" and not hidden & set(cell.metadata.get("tags", [])):
-            if any(WIDGET_VIEW in output.get("data", {}) for output in cell.get("outputs", [])):
-                return False
     return notebook.metadata.pop("widgets", None) is not None
 
 

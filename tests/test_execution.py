@@ -68,7 +68,7 @@ def test_the_kernel_manager_hands_out_sliced_channels() -> None:
     assert client.iopub_channel_class is execution.SlicedPollChannel
 
 
-def test_widget_state_is_dropped_only_when_no_shown_output_holds_a_widget():
+def test_widget_state_is_dropped_since_the_site_renders_no_widget():
     import importlib.util
 
     import nbformat
@@ -83,9 +83,10 @@ def test_widget_state_is_dropped_only_when_no_shown_output_holds_a_widget():
         nb.cells.append(nbformat.v4.new_code_cell("interact(...)", outputs=[view], metadata={"tags": tags}))
         return nb
 
-    removed, shown = notebook(["remove-output"]), notebook([])
-    assert module.drop_unused_widget_state(removed) and "widgets" not in removed.metadata
-    assert not module.drop_unused_widget_state(shown) and "widgets" in shown.metadata
+    removed, shown = notebook(["remove-output"]), notebook([])  # a widget's output removed, or shown beside its
+    assert module.drop_unused_widget_state(removed) and "widgets" not in removed.metadata  # precomputed view
+    assert module.drop_unused_widget_state(shown) and "widgets" not in shown.metadata
+    assert not module.drop_unused_widget_state(shown)  # nothing left to drop
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Controls that work on the website without a kernel: a thin re-export, no code, for the chapters'
-``from transformer_lib.book import controls``. The code is in :mod:`.precomputed_controls`."""
+"""Controls for the chapters' experiments: a thin re-export, no code, for ``from transformer_lib.book import
+controls``. Precomputed views (:mod:`.precomputed_controls`) serve the website without a kernel; :func:`live` is one
+control that is live in Jupyter and precomputed on the website (:mod:`.live_controls`)."""
 
 from __future__ import annotations
 
+from .live_controls import WIDGET_MIME, LiveControl, live
 from .precomputed_controls import MAX_VIEWS, label_html, precomputed, precomputed_html
 
-__all__ = ["precomputed", "precomputed_html", "label_html", "MAX_VIEWS"]
+__all__ = ["precomputed", "precomputed_html", "label_html", "MAX_VIEWS", "live", "LiveControl", "WIDGET_MIME"]

@@ -183,7 +183,8 @@ WORD_BREAKS = r"""() => {
         const inside = words.find(w => [...w].slice(1).some((_, k) =>
           before.endsWith(w.slice(0, k + 1)) && after.startsWith(w.slice(k + 1))));
         if (inside || /^[，。、；：！？）”》]/.test(after)) {
-          problems.push(`${gd.id}: "…${before.slice(-6)} / ${after.slice(0, 6)}…"` + (inside ? ` breaks ${inside}` : ''));
+          const where = `${gd.id}: "…${before.slice(-6)} / ${after.slice(0, 6)}…"`;
+          problems.push(inside ? `${where} breaks ${inside}` : `${where}: a line begins with a closing mark`);
         }
       }
     });

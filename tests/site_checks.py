@@ -169,6 +169,30 @@ FIGURE_TEXT = r"""(minPx) => {
 MIN_PHONE_TEXT_PX = 9
 
 
+# A figure's title, subplot titles and axis titles break into lines (plotly's <tspan class="line">) between words:
+# never inside one of the figure's Chinese words (its line_words, found by jieba with the glossary's terms when the
+# site was built: "解码 / 器" is a problem), and no line begins with a closing mark (，：）”).
+WORD_BREAKS = r"""() => {
+  const problems = [];
+  document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+    const words = gd.tlLineWords || [];
+    gd.querySelectorAll('text.gtitle, g.annotation-text-g text, text.xtitle, text.ytitle').forEach(el => {
+      const lines = [...el.querySelectorAll('tspan.line')].map(t => t.textContent.trim()).filter(Boolean);
+      for (let i = 1; i < lines.length; i++) {
+        const before = lines[i - 1], after = lines[i];
+        const inside = words.find(w => [...w].slice(1).some((_, k) =>
+          before.endsWith(w.slice(0, k + 1)) && after.startsWith(w.slice(k + 1))));
+        if (inside || /^[，。、；：！？）”》]/.test(after)) {
+          const where = `${gd.id}: "…${before.slice(-6)} / ${after.slice(0, 6)}…"`;
+          problems.push(inside ? `${where} breaks ${inside}` : `${where}: a line begins with a closing mark`);
+        }
+      }
+    });
+  });
+  return problems;
+}"""
+
+
 DIAGRAMS = """() => {
   const article = document.querySelector('article.bd-article');
   if (!article) { return []; }
@@ -286,11 +310,17 @@ def scans(scripts: dict[str, str]):
     return check
 
 
-DESKTOP_SCANS = {"overflow": OVERFLOW, "raw_math": RAW_MATH, "figure_text": f"() => ({FIGURE_TEXT})(0)"}
+DESKTOP_SCANS = {
+    "overflow": OVERFLOW,
+    "raw_math": RAW_MATH,
+    "figure_text": f"() => ({FIGURE_TEXT})(0)",
+    "word_breaks": WORD_BREAKS,
+}
 PHONE_SCANS = {
     "overflow": OVERFLOW,
     "phone_fit": PHONE_FIT,
     "figure_text": f"() => ({FIGURE_TEXT})({MIN_PHONE_TEXT_PX})",
+    "word_breaks": WORD_BREAKS,
 }
 
 

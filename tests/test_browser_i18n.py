@@ -87,8 +87,9 @@ def test_a_diagram_on_the_chinese_site_has_chinese_labels(sweeps) -> None:
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_chinese_figures_keep_their_text_apart_and_formulas_typeset(view: str, sweeps) -> None:
     """The English pages' figure-text check (test_browser.py) on the Chinese pages, whose labels have other
-    lengths: no two texts of a figure intersect, none leaves its figure, none is under 9 px on a phone; and (on the
-    desktop) no formula shows its source, with the translated text around it. The English pages' other scans
+    lengths: no two texts of a figure intersect, none leaves its figure, none is under 9 px on a phone, no title
+    breaks inside a Chinese word (site_checks.WORD_BREAKS); and (on the desktop) no formula shows its source, with
+    the translated text around it. The English pages' other scans
     (overflow; heatmaps, formulas and printed text at a phone's width) run here too."""
     sweep = sweeps.desktop("zh") if view == "desktop" else sweeps.phone("zh")
     if not sweep:

@@ -5,6 +5,7 @@
 - full-width punctuation in Chinese text: a run-in head is bold without its colon (**目标**：以…), never followed by
   a space; no space between a Chinese character and a Chinese quotation mark; quotation marks open with “;
 - a year in full-width brackets after Chinese (作者 等（年份）), never (1994); no brackets inside brackets;
+- a work once: a citation role renders 作者 等（年份） itself, so no message writes them out beside it as well;
 - a book's title in 《》: 《动手学深度学习》, 《The Annotated Transformer》.
 
 Code, math, roles and link targets are left out: they are what the English has.
@@ -21,6 +22,7 @@ from babel.messages.pofile import read_po
 LOCALE = Path(__file__).resolve().parents[1] / "locale" / "zh_CN" / "LC_MESSAGES"
 _CJK = "\u4e00-\u9fff"
 _LEFT_OUT = re.compile(r"\{[\w:-]+\}`[^`]*`|(`+).+?\1|\$\$.+?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>\s]*>", flags=re.S)
+_CITE = re.compile(r"\{cite:[pt]\}`([a-z]+)(\d{4})\w*`")  # bibliography keys read surname + year: vaswani2017attention
 
 
 def _round(digits: str) -> bool:
@@ -50,6 +52,11 @@ def style_problems(msgstr: str) -> list[str]:
     """
     text = _LEFT_OUT.sub("\ue000", msgstr)  # a placeholder that is neither a space nor punctuation
     found = [
+        f"cited twice: {m.group(0)!r} (the role writes 作者 等（年份）: cite with {{cite:t}} alone)"
+        for m in _CITE.finditer(msgstr)
+        if re.search(rf"{m.group(1)}[^（()）{{]{{0,40}}[（(]{m.group(2)}[）)]", msgstr, flags=re.I)
+    ]
+    found += [
         f"{name}: {m.group(0)!r} ({use})"
         for name, (p, use) in RULES.items()
         # a quotation may show brackets as they are printed (the bibliography's “（Vaswani 等，2017）”)
@@ -93,6 +100,8 @@ def test_every_catalog_keeps_the_house_style() -> None:
         "见动手学深度学习第 10 章",
         "”反了“的引号",
         "权重内存 (MB)",
+        "Vaswani 等（2017），*Attention Is All You Need*{cite:p}`vaswani2017attention`。",
+        "Bahdanau、Cho 和 Bengio（2015），把翻译中的注意力看作对齐{cite:p}`bahdanau2015attention`。",
     ],
 )
 def test_a_planted_variant_breaks_the_style(planted: str) -> None:
@@ -102,3 +111,4 @@ def test_a_planted_variant_breaks_the_style(planted: str) -> None:
 def test_what_the_style_allows() -> None:
     assert not style_problems("**目标**：共有 6300 万个参数，精确地说是 63,082,496 个；增大 20%，在 4000 步内。")
     assert not style_problems("《动手学深度学习》说“值”；Bengio 等（1994）；`x = 4,000` 与 $10,000$ 是代码和公式")
+    assert not style_problems("{cite:t}`vaswani2017attention`，*Attention Is All You Need*：表 1；Wu 等（2016）")

@@ -93,18 +93,23 @@
   function phoneSlider(slider, below) {  // a slider beside a menu (attention grids) goes under it, full width
     return Object.assign({}, slider, {x: 0, len: 1, pad: Object.assign({}, slider.pad, {t: ((slider.pad && slider.pad.t) || 0) + 65 + Math.max(0, below - 10)})});
   }
-  function wrapTitle(text, room) {  // a title longer than the width breaks at the space nearest its middle
-    if (typeof text !== "string" || text.length * 6.6 < room || text.indexOf("<br>") >= 0) { return text; }
-    var middle = text.length / 2, best = -1;
-    for (var i = 0; i < text.length; i++) {
-      if (text[i] === " " && (best < 0 || Math.abs(i - middle) < Math.abs(best - middle))) { best = i; }
-    }
-    return best < 0 ? text : text.slice(0, best) + "<br>" + text.slice(best + 1);
+  function wrapTitle(text, room, words) {  // a title longer than the width breaks at the break nearest its middle
+    if (typeof text !== "string" || width(text) * 6.6 < room || text.indexOf("<br>") >= 0) { return text; }
+    var units = pieces(text, words), half = width(text) / 2, at = 0, best = -1, bestGap = Infinity;
+    units.forEach(function (u, i) {  // `at`: the width before unit i
+      if (i > 0 && Math.abs(at - half) < bestGap) { best = i; bestGap = Math.abs(at - half); }
+      at += width(u.text) + (u.space ? 1 : 0);
+    });
+    if (best < 0) { return text; }
+    var join = function (us) { return us.map(function (u, i) { return (i && u.space ? " " : "") + u.text; }).join(""); };
+    return join(units.slice(0, best)) + "<br>" + join(units.slice(best));
   }
-  function wrapStepTitles(control, room) {  // the titles that a slider's steps or a menu's entries put up
+  function wrapStepTitles(control, room, words) {  // the titles that a slider's steps or a menu's entries put up
     (control.steps || control.buttons || []).forEach(function (step) {
       var args = step.args && step.args[1];
-      if (args && typeof args["title.text"] === "string") { args["title.text"] = wrapTitle(args["title.text"], room); }
+      if (args && typeof args["title.text"] === "string") {
+        args["title.text"] = wrapTitle(args["title.text"], room, words);
+      }
     });
   }
   // Menus. A plotly dropdown ignores taps on a touch screen, and a long one must be scrolled open on a desktop.
@@ -197,14 +202,15 @@
   };
   window.tlPlotlyPrepare = function (fig, el) {
     var layout = fig.layout = fig.layout || {}, data = fig.data || [];
+    el.tlLineWords = fig.line_words || [];  // the Chinese words a line may not break inside (see pieces)
     if (el.clientWidth >= 500 || isDiagram(layout)) { return; }
     el.tlNarrow = true;
     if (typeof layout.title === "string") { layout.title = {text: layout.title}; }
     set(set(layout, "title", {}), "font", {size: 12});
     var room = el.clientWidth - 20;  // plotly does not wrap titles: break the long ones in two lines
-    layout.title.text = wrapTitle(layout.title.text, room);
+    layout.title.text = wrapTitle(layout.title.text, room, el.tlLineWords);
     (layout.sliders || []).concat(layout.updatemenus || [], el.tlMenus || []).forEach(function (c) {
-      wrapStepTitles(c, room);
+      wrapStepTitles(c, room, el.tlLineWords);
     });
     var margin = set(layout, "margin", {});
     margin.l = Math.min(margin.l === undefined ? 60 : margin.l, 10);  // axis labels add their own room
@@ -344,18 +350,57 @@
   function hits(a, b, pad) {
     return a.left < b.right - pad && b.left < a.right - pad && a.top < b.bottom - pad && b.top < a.bottom - pad;
   }
-  // A label's lines break between words, and between any two Chinese characters (a CJK character is as wide as two
-  // Latin letters, so it counts twice)
+  // Where a label's lines may break: at a space, between a Latin word and a Chinese character, and between two
+  // Chinese words, never inside one. The words are the figure's line_words (jieba's cut with the glossary's terms,
+  // made when the site is built: 解码器, not 解码 / 器; transformer_lib.site.glossary.label_words); a Chinese character
+  // that no word holds stands alone. A closing mark (，：）”) stays with what precedes it and an opening one (（“) with
+  // what follows; a bracket's content stays whole (“(B, H, L, D)”) unless it is wider than a line by itself.
+  // A CJK character is as wide as two Latin letters, so it counts twice.
   var CJK = /[\u2e80-\u9fff\uff00-\uffef]/;
+  var OPENING = "（([［【“‘《〈「", CLOSING = "）)]］】”’》〉」，。、；：！？,.;:!?…－·";
+  var BRACKETS = /[（(\[［【]|[）)\]］】]/g;
   function width(text) { return text.length + (text.match(new RegExp(CJK.source, "g")) || []).length; }
-  function wrapTo(text, chars) {  // break each line of a label so that no line is wider than `chars`
+  function pieces(line, words) {  // [{text, space, parts}]: the units a line breaks between
+    var units = [], m, run = /(\s*)([\u2e80-\u9fff\uff00-\uffef]+|[^\s\u2e80-\u9fff\uff00-\uffef]+)/g;
+    while ((m = run.exec(line))) {
+      var text = m[2], found = [];
+      for (var i = 0; CJK.test(text[0]) && i < text.length;) {  // the longest word at i (words: longest first)
+        var word = (words || []).filter(function (w) { return text.substr(i, w.length) === w; })[0] || text[i];
+        found.push(word);
+        i += word.length;
+      }
+      (found.length ? found : [text]).forEach(function (p, j) {
+        var last = units[units.length - 1], space = j === 0 && !!m[1];
+        if (last && (CLOSING.indexOf(p[0]) >= 0 || OPENING.indexOf(last.text.slice(-1)) >= 0)) {
+          last.text += (space ? " " : "") + p;
+        } else {
+          units.push({text: p, space: space});
+        }
+      });
+    }
+    var out = [], depth = 0;  // what a bracket holds is one unit, of parts that break apart only when it must
+    units.forEach(function (u) {
+      var last = out[out.length - 1];
+      if (last && depth > 0) {
+        last.text += (u.space ? " " : "") + u.text;
+        last.parts.push(u);
+      } else {
+        out.push({text: u.text, space: u.space, parts: [u]});
+      }
+      (u.text.match(BRACKETS) || []).forEach(function (b) { depth = Math.max(0, depth + (/[（(\[［【]/.test(b) ? 1 : -1)); });
+    });
+    return out;
+  }
+  function wrapTo(text, chars, words) {  // break each line of a label so that no line is wider than `chars`
     return text.split("<br>").map(function (line) {
       if (width(line) <= chars) { return line; }
-      var out = [], current = "", unit = /(\s*)([\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+)/g, m;
-      while ((m = unit.exec(line))) {
-        var next = current ? current + (m[1] ? " " : "") + m[2] : m[2];
-        if (current && width(next) > chars) { out.push(current); current = m[2]; } else { current = next; }
-      }
+      var out = [], current = "";
+      pieces(line, words).forEach(function (unit) {
+        (width(unit.text) > chars ? unit.parts : [unit]).forEach(function (p) {
+          var next = current ? current + (p.space ? " " : "") + p.text : p.text;
+          if (current && width(next) > chars) { out.push(current); current = p.text; } else { current = next; }
+        });
+      });
       out.push(current);
       return out.join("<br>");
     }).join("<br>");
@@ -371,7 +416,7 @@
     if (box && typeof titleText === "string" && (box.right > page.right - 2 || box.left < page.left)) {
       var room = page.right - 6 - Math.max(box.left, page.left + 4);
       var chars = Math.floor(longestLine(titleText) * room / box.width);
-      update["title.text"] = wrapTo(titleText, chars);
+      update["title.text"] = wrapTo(titleText, chars, gd.tlLineWords);
       // the titles a menu's entries or a slider's steps put up break the same way, so that going back to the first
       // entry draws the first view again
       (gd.layout.sliders || []).concat(gd.layout.updatemenus || [], gd.tlMenus || []).forEach(function (c) {
@@ -379,7 +424,7 @@
           (step.args || []).forEach(function (arg) {
             if (!arg || typeof arg !== "object" || Array.isArray(arg)) { return; }
             ["title.text", "title"].forEach(function (key) {
-              if (typeof arg[key] === "string") { arg[key] = wrapTo(arg[key], chars); }
+              if (typeof arg[key] === "string") { arg[key] = wrapTo(arg[key], chars, gd.tlLineWords); }
             });
           });
         });
@@ -407,7 +452,7 @@
         }
       });
       if (n.r.width > room && room > 20) {
-        var text = wrapTo(n.a.text, Math.max(6, Math.floor(longestLine(n.a.text) * room / n.r.width)));
+        var text = wrapTo(n.a.text, Math.max(6, Math.floor(longestLine(n.a.text) * room / n.r.width)), gd.tlLineWords);
         if (text !== n.a.text) { update["annotations[" + n.i + "].text"] = text; }
       }
     });

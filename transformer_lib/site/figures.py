@@ -26,9 +26,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from transformer_lib.book.labels import CATALOGS, alt_sentence, say, translate_figure, translate_table_html
+from transformer_lib.book.labels import (
+    CATALOGS,
+    alt_sentence,
+    figure_texts,
+    say,
+    translate_figure,
+    translate_table_html,
+)
 from transformer_lib.book.toolbar import PLOTLY_CONFIG
 
+from .glossary import label_words
 from .i18n import site_language
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -95,6 +103,8 @@ class PlotlyMystNbRenderer:
         if env is not None and lang != "en":  # a changed figures.po re-reads the pages whose figures it translates
             env.note_dependency(str(CATALOGS[lang]))
         figure = translate_figure(figure, lang)
+        if lang != "en":  # the words a Chinese label keeps whole when plotly-theme.js breaks it into lines
+            figure["line_words"] = label_words(figure_texts(figure))
         label = html.escape(alt_text(figure, lang), quote=True)
         locale = PLOTLY_LOCALES.get(lang)  # plotly's toolbar in the page's language
         plotly_config = {**PLOTLY_CONFIG, **({"locale": locale} if locale else {})}

@@ -10,16 +10,21 @@ The second column gives the Chinese the chapters use, zh.d2l.ai's where zh.d2l.a
 The third column gives the study notes' term where they say it otherwise: "—" when they say the same and
 :data:`UNUSED_MARK` when they do not use the term at all. Text in parentheses is a comment in either column.
 
-Two things are built from it: the word list that keeps each Chinese term one word in the Chinese site's search index
-(:func:`search_dictionary`, wired into Sphinx by :mod:`transformer_lib.site.i18n`), and the terms that the catalog
-tests hold every translation to (tests/test_zh_terms.py).
+Three things are built from it: the word list that keeps each Chinese term one word in the Chinese site's search
+index (:func:`search_dictionary`, wired into Sphinx by :mod:`transformer_lib.site.i18n`), the words that a figure's
+Chinese title may not break inside on a narrow screen (:func:`label_words`), and the terms that the catalog tests
+hold every translation to (tests/test_zh_terms.py).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "BOOK_MARK",
@@ -30,6 +35,7 @@ __all__ = [
     "read_glossary",
     "search_words",
     "search_dictionary",
+    "label_words",
 ]
 
 GLOSSARY = Path(__file__).resolve().parents[2] / "book" / "glossary.md"
@@ -132,3 +138,30 @@ def search_dictionary(terms: list[Term] | None = None) -> str:
     True
     """
     return "".join(f"{word}\n" for word in search_words(terms))
+
+
+@functools.lru_cache(maxsize=1)
+def _cutter() -> Any:
+    """jieba, with the glossary's Chinese words added to its dictionary (alone it cuts 解码器 into 解码 and 器)."""
+    import jieba  # type: ignore[import-untyped]  # [book]: the Chinese search index and this
+
+    jieba.setLogLevel(logging.WARNING)  # not "Building prefix dict ..." on every build
+    cutter = jieba.Tokenizer()
+    for word in search_words():
+        cutter.add_word(word)
+    return cutter
+
+
+def label_words(labels: Iterable[str]) -> list[str]:
+    """The Chinese words of ``labels`` (a figure's titles, axes, legends, annotations) of two characters or more, as
+    jieba cuts them with the glossary's terms: the units that plotly-theme.js keeps whole when it breaks a label into
+    lines on a narrow screen (a line breaks between two words, never inside one), longest first.
+
+    >>> label_words(["编码器－解码器：<br>解码器自注意力", "第 2 层"])
+    ['自注意力', '编码器', '解码器']
+    """
+    words: dict[str, None] = {}
+    for label in labels:
+        for run in CJK_RUN.findall(label):
+            words.update((w, None) for w in _cutter().cut(run, HMM=False) if len(w) > 1)
+    return sorted(words, key=lambda w: (-len(w), w))

@@ -5,7 +5,8 @@
   level of a cell) a public name the library exports, and fixes its seeds.
 * Check cells are found by their tag, ``text-check``: each asserts something that can fail and is collapsed
   (``hide-cell``) or hidden (``remove-cell``), and a cell that reads as a check (a ``# check`` comment in any case,
-  or a toggle that says "check") without the tag fails, so that no check escapes these rules.
+  or a toggle that says "check") without the tag fails, so that no check escapes these rules. Every assert of a check
+  cell carries a message that says what it measured, the value found and the one expected.
 * Every numbered chapter opens with its part of Figure 1 (``diagrams.transformer_diagram``, its ``highlight`` from
   ``FIGURE_1_PARTS``) before its first section.
 * ``_toc.yml`` and the notebooks agree: every listed page exists, every chapter notebook is listed (a rule per page,
@@ -169,9 +170,24 @@ def live_asserts(source: str) -> list[ast.Assert]:
     return found
 
 
-def check_cell_problems(nb: nbformat.NotebookNode, chapter: bool = True) -> list[str]:
+def bare_asserts(source: str) -> list[str]:
+    """The asserts of a cell that can fail (:func:`live_asserts`) but carry no message, or an empty one: a reader whose
+    run fails one sees a bare AssertionError and cannot tell what was measured. Each as 'line N: assert <test>'.
+
+    >>> bare_asserts("assert x > 1\\nassert y < 2, f'y is {y} (expected < 2)'\\nassert z, ''")
+    ['line 1: assert x > 1', 'line 3: assert z']
+    """
+    return [
+        f"line {node.lineno}: assert {ast.unparse(node.test)[:70]}"
+        for node in live_asserts(source)
+        if node.msg is None or (isinstance(node.msg, ast.Constant) and not node.msg.value)
+    ]
+
+
+def check_cell_problems(nb: nbformat.NotebookNode, chapter: bool = True, messages: bool = True) -> list[str]:
     """What is wrong with a notebook's check cells: the cells tagged ``text-check``, and the cells that read as one
-    without the tag (a first line ``# check ...`` in any case, or a toggle that says "check")."""
+    without the tag (a first line ``# check ...`` in any case, or a toggle that says "check"); with ``messages``, an
+    assert of a check cell without a message."""
     problems = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -185,6 +201,12 @@ def check_cell_problems(nb: nbformat.NotebookNode, chapter: bool = True) -> list
             continue
         if not live_asserts(cell.source):
             problems.append(f"check cell {i} has no assert that can fail")
+        if messages:
+            problems += [
+                f"check cell {i}, {bare}: give it a message that says what it measured, the value found and the one "
+                "expected (assert gap < 1e-4, f'... differ by {gap:.1e} (expected < 1e-4)')"
+                for bare in bare_asserts(cell.source)
+            ]
         if not HIDING_TAGS & tags:
             problems.append(f"check cell {i} lacks the hide-cell (or remove-cell) tag")
         if chapter and "check" not in toggle.lower():
@@ -207,10 +229,13 @@ def test_the_check_cell_rules_catch_a_planted_fault() -> None:
     def notebook(source: str, metadata: dict) -> nbformat.NotebookNode:
         return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, metadata=metadata)])
 
-    assert check_cell_problems(notebook("# Check: two\nassert 1 + 1 == 2", meta)) == []
+    assert check_cell_problems(notebook("# Check: two\nassert 1 + 1 == 2, f'1 + 1 = {1 + 1}, expected 2'", meta)) == []
     assert check_cell_problems(notebook("# check: two\nprint(1 + 1)", meta)) == [
         "check cell 0 has no assert that can fail"
     ]
+    bare = check_cell_problems(notebook("# Check: two\nx = 1 + 1\nassert x == 2, f'x = {x}'\nassert x > 1", meta))
+    assert len(bare) == 1 and bare[0].startswith("check cell 0, line 4: assert x > 1: give it a message"), bare
+    assert check_cell_problems(notebook("# Check: two\nassert 1 + 1 == 2", meta), messages=False) == []
     assert check_cell_problems(notebook("# Check\nassert (1 + 1 == 3, 'two')", meta)) == [
         "check cell 0 has no assert that can fail"
     ]
@@ -661,6 +686,9 @@ def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails
     def a_bare_widget(cells: dict) -> None:
         cells["import torch"].source += "\nwidgets.interact(print, x=widgets.IntSlider(1))"
 
+    def an_assert_without_a_message(cells: dict) -> None:
+        cells["# Check: 15 of 25 pairs open"].source = "# Check: 15 of 25 pairs open\nassert int(mask.sum()) == 15"
+
     planted = {
         a_bare_widget: ("test_live_controls_show_no_dead_widget_on_the_site", "a bare ipywidgets control"),
         lower_case_check_without_assert: ("check cells", "check cell 6 has no assert that can fail"),
@@ -671,6 +699,7 @@ def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails
         a_myst_dropdown_hint: ("test_chapter_ends_with_a_summary_and_folded_exercises", "no folded hint"),
         no_summary: ("test_chapter_ends_with_a_summary_and_folded_exercises", "not a summary"),
         an_open_solution_cell: ("test_solution_code_cells_are_folded_in_jupyterlab_too", "are not folded"),
+        an_assert_without_a_message: ("check cells", "check cell 6, line 2: assert int(mask.sum()) == 15: give it"),
     }
     for plant, (rule, message) in planted.items():
         failures = page_failures(_tiny_page(tmp_path, plant.__name__, plant))
@@ -821,16 +850,7 @@ def checks_per_section(nb: nbformat.NotebookNode) -> dict[str, int]:
 # Sections that still hold more than one check cell: a check there reads a name that a later cell of its section
 # changes (or draws random numbers), so it cannot simply move to the section's end. Each number may only go down.
 MORE_THAN_ONE_CHECK = {
-    "01_why_not_rnn.ipynb": 1,
-    "02_tokens_and_embeddings.ipynb": 1,
-    "03_positional_encoding.ipynb": 2,
-    "04_attention.ipynb": 1,
-    "05_masks.ipynb": 2,
-    "06b_encoder_block.ipynb": 1,
-    "07_cross_attention_and_decoding.ipynb": 2,
-    "07b_kv_cache_loss_and_limits.ipynb": 1,
-    "08_training.ipynb": 1,
-    "appendix_notes_checked.ipynb": 1,
+    "appendix_notes_checked.ipynb": 1,  # section 6: a check draws the random token the next cell's experiments use
 }
 FOLDING_PAGES = [p for p in CHAPTERS if p.name != "06c_the_whole_model.ipynb"]  # 6c: its own engineer's page
 

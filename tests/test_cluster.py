@@ -241,9 +241,9 @@ def test_the_library_copies_of_an_embedded_run_are_removed(tmp_path, monkeypatch
     done = subprocess.run([sys.executable, "-c", code, *command], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = _rows(out)
-    # graded (a row per exercise; whether they pass is other tests' business: in the full suite this solved notebook
-    # has failed its checks without the sandbox, alone it passes, which is left to explain)
-    assert len(rows) == 3 and {r["student"] for r in rows} == {"alice"}, rows
+    # solved, it passes (under pytest-xdist, TMPDIR here is deep enough that a kernel's socket path was past the 107
+    # bytes of a Unix socket: every check failed until the kernels' folders moved to a shorter root)
+    assert len(rows) == 3 and all(r["passed"] == "1" for r in rows), [(r["exercise"], r["note"]) for r in rows]
     assert "pid " not in _rows(out.with_name("workers.csv"))[0]["worker"]  # graded on a Dask worker
     assert not list((tmp_path / "tmp").glob("tl-lib-*"))
 

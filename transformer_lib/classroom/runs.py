@@ -122,6 +122,7 @@ class NotebookRun:
     notes: list[str] = field(default_factory=list)
     limit_notes: list[str] = field(default_factory=list)
     stopped_at_deadline: bool = False  # its kernel was stopped at the notebook's deadline (the row's note says so)
+    failure: str = ""  # why a kernel could not run at all (the grader's or the machine's problem: the note says it)
 
     def deadline_note(self) -> str:
         """What the problems and the row's note say of a notebook whose kernel was stopped at its deadline."""
@@ -205,7 +206,8 @@ class NotebookRun:
     def _go_on(self, run: CellRun, pending: list[Exercise]) -> bool:
         """Whether a fresh kernel should grade what is left after ``run`` stopped (False: the notebook is done)."""
         if run.failure:
-            self.notes.append(f"Running the notebook failed: {run.failure}")
+            self.failure = f"Running the notebook failed: {run.failure}"
+            self.notes.append(self.failure)
             return False
         if run.stopped is None:
             return False

@@ -6,12 +6,16 @@ fixture submissions: a right and a wrong answer to assignment 3, alternating) wi
 - ``pool``: the grader's own pool of ``--jobs 2`` threads, before Dask replaced it (commit 51d62d1): run from a
   checkout of that commit named by ``TL_POOL_SOURCE`` (``git archive 51d62d1 | tar -x -C DIR``), in a process of
   its own;
+- ``serial``: the notebooks one after another in this process, no Dask (:func:`~transformer_lib.classroom.notebook.
+  grade_notebook`, one library copy): the local route, which the Dask route's overhead is measured against;
 - ``local``: the embedded ``LocalCluster`` of 2 worker processes (``tl-grade FOLDER --jobs 2``, the default);
 - ``scheduler``: a real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (``tl-grade FOLDER
   --scheduler tcp://127.0.0.1:PORT``).
 
-Each engine's figure is the wall-clock time of the whole class (sheets included) divided by its notebooks, and the
-peak resident memory of each worker process (``ru_maxrss``). The
+Each engine's figures are the wall-clock time of the whole class (sheets included) divided by its notebooks, the CPU
+seconds of this process and every process it started (workers, kernels: ``RUSAGE_CHILDREN``, counted once they are
+reaped) divided by its notebooks, which load from other users moves far less, and the peak resident memory of each
+worker process (``ru_maxrss``). The
 engines run one after the other on a machine others share too, so each is run ``repeats`` times, interleaved,
 and the median kept. :func:`projection` turns a figure into hours for a course of 6,000 notebooks.
 """
@@ -37,7 +41,7 @@ from .common import environment, summarize, write_result
 
 __all__ = ["ENGINES", "QUICK", "FULL", "make_class", "grading_benchmark", "projection", "table"]
 
-ENGINES = ("local", "scheduler")
+ENGINES = ("serial", "local", "scheduler")
 QUICK = dict(notebooks=4, repeats=1, workers=2)
 FULL = dict(notebooks=8, repeats=2, workers=2)
 COURSE = 6000  # 1,000 students x 6 assignments
@@ -133,14 +137,40 @@ def _peak_here() -> dict[str, Any]:
     return {"worker": name, "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def _grade(engine: str, folder: Path, out: Path, workers: int) -> tuple[float, list[dict[str, Any]]]:
-    """Seconds to grade ``folder`` with ``engine``, and the workers' peaks."""
-    from transformer_lib.classroom.folder import grade_folder
+def _cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process and of every process it started that has ended."""
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
+
+
+def _grade(engine: str, folder: Path, out: Path, workers: int) -> tuple[float, float, list[dict[str, Any]]]:
+    """Seconds and CPU seconds to grade ``folder`` with ``engine``, and the workers' peaks."""
+    cpu = _cpu_seconds()
+    seconds, peaks = _grade_with(engine, folder, out, workers)
+    return seconds, _cpu_seconds() - cpu, peaks
+
+
+def _grade_with(engine: str, folder: Path, out: Path, workers: int) -> tuple[float, list[dict[str, Any]]]:
+    from transformer_lib.classroom.folder import find_submissions, grade_folder
 
     if engine == "pool":  # the grader's own thread pool, before Dask: run from a checkout of that commit
         return _pool(folder, out, workers)
     peaks: dict[str, float] = {}
     started = time.perf_counter()
+    if engine == "serial":  # one after another, here: no cluster, one library copy (as a worker keeps it)
+        from transformer_lib.classroom.notebook import grade_notebook
+        from transformer_lib.classroom.sandbox import LibraryCopy
+        from transformer_lib.classroom.stubs import stubs_for
+
+        library = LibraryCopy(stubs=stubs_for("03_attention"))
+        try:
+            for student, path in find_submissions(folder):
+                grade_notebook(path, student, library=library)
+        finally:
+            library.cleanup()
+        return time.perf_counter() - started, [_peak_here()]
     if engine == "local":
         grade_folder(folder, out, jobs=workers, progress=False, worker_peaks=peaks)
         seconds = time.perf_counter() - started
@@ -183,31 +213,48 @@ def grading_benchmark(
     alternating order; returns seconds per notebook (summarized over rounds) and peak memory per engine, the Dask
     overhead against ``pool`` where it ran (per round, so that both saw the same load), and :func:`projection` of
     each."""
-    results: dict[str, Any] = {e: {"seconds": [], "peaks": []} for e in engines}
+    results: dict[str, Any] = {e: {"seconds": [], "cpu": [], "peaks": []} for e in engines}
     with tempfile.TemporaryDirectory(prefix="tl-bench-grading-") as tmp:
         folder = make_class(Path(tmp) / "class", notebooks)
         for r in range(repeats):
             for engine in engines if r % 2 == 0 else list(reversed(engines)):
                 out = Path(tmp) / f"{engine}-{r}" / "grades.csv"
                 out.parent.mkdir()
-                seconds, peaks = _grade(engine, folder, out, workers)
+                seconds, cpu, peaks = _grade(engine, folder, out, workers)
                 results[engine]["seconds"].append(seconds / notebooks)
+                results[engine]["cpu"].append(cpu / notebooks)
                 results[engine]["peaks"].append(peaks)
     figures: dict[str, Any] = {}
     for engine, found in results.items():
         per_notebook = summarize(found["seconds"])
         figures[engine] = {
             "seconds_per_notebook": per_notebook,
+            "cpu_seconds_per_notebook": summarize(found["cpu"]),
             "workers_peak_mb": found["peaks"][-1],
-            "projection": projection(per_notebook["median"], workers),
+            "projection": projection(per_notebook["median"], 1 if engine == "serial" else workers),
         }
-    base = "pool" if "pool" in results else None
-    overhead = {  # seconds per notebook against the local pool's, round by round (the same load on both)
-        e: summarize([x / y - 1 for x, y in zip(results[e]["seconds"], results[base]["seconds"], strict=True)])
+    base = next((b for b in ("serial", "pool") if b in results), None)
+    overhead = {  # per notebook against the local route, round by round (the same load on both)
+        e: {
+            "cpu": summarize([x / y - 1 for x, y in zip(results[e]["cpu"], results[base]["cpu"], strict=True)]),
+            "seconds": summarize(  # a worker's seconds per notebook (wall time x workers) against one process's
+                [
+                    x * (workers if e != "pool" else 1) / y / (1 if base == "serial" else workers) - 1
+                    for x, y in zip(results[e]["seconds"], results[base]["seconds"], strict=True)
+                ]
+            ),
+        }
         for e in results
         if base is not None and e != base
     }
-    return {"notebooks": notebooks, "workers": workers, "repeats": repeats, "engines": figures, "overhead": overhead}
+    return {
+        "notebooks": notebooks,
+        "workers": workers,
+        "repeats": repeats,
+        "base": base,
+        "engines": figures,
+        "overhead": overhead,
+    }
 
 
 def projection(seconds_per_notebook: float, workers: int, course: int = COURSE) -> dict[str, float]:
@@ -220,16 +267,19 @@ def projection(seconds_per_notebook: float, workers: int, course: int = COURSE) 
 
 def table(result: dict[str, Any]) -> str:
     """The benchmark as a text table."""
-    lines = [f"{'engine':<10} {'s/notebook':>10} {'6000 on 32':>11} {'on 256':>8}  peak MB per worker"]
+    lines = [f"{'engine':<10} {'s/notebook':>10} {'CPU s/nb':>9} {'6000 on 32':>11} {'on 256':>8}  peak MB per worker"]
     for engine, f in result["engines"].items():
         peaks = ", ".join(f"{p['worker']}: {p['peak_mb']:.0f}" for p in f["workers_peak_mb"])
         lines.append(
-            f"{engine:<10} {f['seconds_per_notebook']['median']:>10.2f} {f['projection']['hours_on_32']:>9.2f} h "
-            f"{f['projection']['hours_on_256']:>6.2f} h  {peaks}"
+            f"{engine:<10} {f['seconds_per_notebook']['median']:>10.2f} "
+            f"{f['cpu_seconds_per_notebook']['median']:>9.2f} "
+            f"{f['projection']['hours_on_32']:>9.2f} h {f['projection']['hours_on_256']:>6.2f} h  {peaks}"
         )
     for engine, o in result.get("overhead", {}).items():
         lines.append(
-            f"{engine}: {o['median']:+.1%} per notebook against the pool (rounds: {o['min']:+.1%} to {o['max']:+.1%})"
+            f"{engine}: CPU {o['cpu']['median']:+.1%} per notebook against {result['base']} "
+            f"(rounds: {o['cpu']['min']:+.1%} "
+            f"to {o['cpu']['max']:+.1%}); a worker's seconds {o['seconds']['median']:+.1%}"
         )
     return "\n".join(lines)
 

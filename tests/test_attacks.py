@@ -987,6 +987,33 @@ def test_a_kernel_cannot_make_the_grader_hold_a_huge_message(tmp_path):
     assert any(p.startswith("Cell 4 stopped the kernel") for p in g.problems), g.problems
 
 
+FLOOD_PARTS = """
+kernel = get_ipython().kernel
+part = b"x" * (3 << 20)  # 70 parts of 3 MB in one message: each under a 4 MB cap, 210 MB in all
+kernel.session.send(kernel.iopub_socket, "display_data", {"data": {}, "metadata": {}}, buffers=[part] * 70)
+"""
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_kernel_cannot_make_the_grader_hold_a_message_of_many_parts(tmp_path):
+    """A message of many parts, each under ZMQ_MAXMSGSIZE, is held whole before its first part is read: 210 MB sent
+    grew the grader by about 200 MB. Now the kernel client runs in a child of its own with Limits.client_mb of
+    memory: the child is stopped, not the grader, which grows by a few MB; the row's note names the limit and the
+    other exercises are graded in a fresh kernel."""
+    nbformat.write(_with_cell("04_masks", FLOOD_PARTS), tmp_path / "04_masks.ipynb")
+    limits = sandbox.Limits(message_mb=4, client_mb=64)
+    with _peak_memory() as peak:
+        g = grade.grade_notebook(tmp_path / "04_masks.ipynb", "parts", cell_timeout=60, limits=limits)
+    assert peak[0] < 48, f"the grader's memory grew by {peak[0]:.0f} MB"  # 210 MB were sent
+    assert [r.passed for r in g.results] == [True, True, True], (g.problems, g.notes)
+    assert any(
+        n.startswith("Hit the limit on messages (4 MB per part of a message it sends, 64 MB held by the grader")
+        for n in g.notes
+    ), g.notes
+    assert any(p.startswith("Cell 4 stopped the kernel") for p in g.problems), g.problems
+
+
 @needs_bwrap
 def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp_path):
     """A submission folder whose name is 240 bytes crashed the run with ENAMETOOLONG (its feedback file's temporary

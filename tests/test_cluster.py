@@ -122,7 +122,10 @@ def _kill_whoever_grades(address: str, match: str, stop: threading.Event, kill) 
         while not stop.is_set():
             for worker, keys in client.processing().items():
                 if any(match in str(k) for k in keys) and worker not in killed:
-                    pid = client.run(os.getpid, workers=[worker]).get(worker)
+                    try:
+                        pid = client.run(os.getpid, workers=[worker]).get(worker)
+                    except OSError:  # that worker is gone (a busy machine: it missed its heartbeats): look again
+                        continue
                     if pid:
                         kill(worker, pid)
                         killed.append(worker)
@@ -132,13 +135,20 @@ def _kill_whoever_grades(address: str, match: str, stop: threading.Event, kill) 
 
 @pytest.mark.slow
 @needs_bwrap
-def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_class_is_graded(tmp_path):
+def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_class_is_graded(tmp_path, monkeypatch):
     """Every worker that starts on carol's notebook is killed (SIGKILL, as the out-of-memory killer does): after
     ``allowed-failures`` + 1 tries her rows fail with a note that says so, alice and bob are graded, each row is
-    written once, and workers.csv says who graded what."""
+    written once, and workers.csv says who graded what; nothing the killed workers made is left in the temporary
+    folder (their library copies and kernels' folders: removed by the workers that replaced them)."""
+    import tempfile
+
     import dask
     from distributed import LocalCluster
 
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))  # the workers' (processes started afresh)
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # and this process's
     folder = _class(tmp_path / "class", {"alice": "alice", "bob": "bob", "carol": "alice"})
     out = tmp_path / "out" / "grades.csv"
     stop = threading.Event()
@@ -170,6 +180,7 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     workers = {r["student"]: r for r in _rows(out.with_name("workers.csv"))}
     assert workers["carol"]["outcome"] == "worker died" and workers["alice"]["outcome"] == "graded"
     assert workers["alice"]["worker"].startswith(("0 (tcp://", "1 (tcp://"))
+    assert not list(temporary.glob("tl-*")), list(temporary.iterdir())
 
 
 @pytest.mark.slow
@@ -241,9 +252,9 @@ def test_the_library_copies_of_an_embedded_run_are_removed(tmp_path, monkeypatch
     done = subprocess.run([sys.executable, "-c", code, *command], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = _rows(out)
-    # graded (a row per exercise; whether they pass is other tests' business: in the full suite this solved notebook
-    # has failed its checks without the sandbox, alone it passes, which is left to explain)
-    assert len(rows) == 3 and {r["student"] for r in rows} == {"alice"}, rows
+    # solved, it passes (under pytest-xdist, TMPDIR here is deep enough that a kernel's socket path was past the 107
+    # bytes of a Unix socket: every check failed until the kernels' folders moved to a shorter root)
+    assert len(rows) == 3 and all(r["passed"] == "1" for r in rows), [(r["exercise"], r["note"]) for r in rows]
     assert "pid " not in _rows(out.with_name("workers.csv"))[0]["worker"]  # graded on a Dask worker
     assert not list((tmp_path / "tmp").glob("tl-lib-*"))
 

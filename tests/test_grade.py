@@ -56,6 +56,41 @@ def test_a_recording_is_read_only_from_a_single_line_with_the_nonce():
     assert text is None and "more than one" in why
 
 
+def test_a_kernel_folder_leaves_room_for_its_sockets_under_a_deep_tmpdir(tmp_path, monkeypatch):
+    """A Unix socket's path holds at most 107 bytes: under pytest-xdist's deep TMPDIR (112 bytes to a kernel's socket)
+    ZeroMQ refused to bind, and a solved notebook failed every check with no word in its note."""
+    import os
+    import tempfile
+
+    deep = tmp_path / ("d" * 80)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    box = sandbox.Sandbox(None, unsandboxed=True)  # type: ignore[arg-type]  # (the library is not read here)
+    try:
+        assert len(os.fsencode(str(Path(box.sockets, "kernel-65535")))) <= 107, box.sockets
+    finally:
+        box.close()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # short enough: the kernel's folder stays there
+    assert sandbox.kernel_root() == str(tmp_path)
+
+
+def test_a_kernel_that_cannot_run_says_why_in_the_row_note():
+    from transformer_lib.classroom.kernels import CellRun
+    from transformer_lib.classroom.notebook import _gather
+    from transformer_lib.classroom.runs import NotebookRun
+    from transformer_lib.classroom.sheet_rows import exercise_rows
+
+    assignment = ASSIGNMENTS["01_tokenizer"]
+    run = NotebookRun(assignment, [], {}, None, None, "python3", 5, 1, 1, 0, 30, "m")  # type: ignore[arg-type]
+    failed = CellRun()
+    failed.failure = "ZMQError: File name too long"
+    assert run._go_on(failed, list(assignment.exercises)) is False
+    graded = grade.GradedNotebook("alice", assignment.id, Path("01_tokenizer.ipynb"))
+    _gather(graded, run, {})
+    (note,) = {r["note"] for r in exercise_rows([graded])}
+    assert "Running the notebook failed: ZMQError: File name too long" in note, note
+
+
 def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
     for student, name in (("dave", "01_tokenizer.ipynb"), ("erin", "notes.ipynb")):
         (tmp_path / "in" / student).mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,6 @@ teacher's), the library copy, tmpfs folders of a size, the kernel's own connecti
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 import secrets
 import shutil
@@ -20,7 +19,17 @@ from pathlib import Path
 
 from .limits import SOCKETS_BYTES, Limits
 
-__all__ = ["ENVIRONMENT", "HOME", "LIBRARY", "PYTHON", "bwrap_command", "fresh_uid", "is_root"]
+__all__ = [
+    "ENVIRONMENT",
+    "HOME",
+    "LIBRARY",
+    "PYTHON",
+    "adopt_view",
+    "bwrap_command",
+    "fresh_uid",
+    "is_root",
+    "python_view",
+]
 
 HOME, PYTHON, LIBRARY = "/home/student", "/opt/python", "/opt/library"  # inside the sandbox
 ENVIRONMENT = {  # every variable a kernel gets (besides PYTHONPATH and PATH); nothing of the grader's
@@ -50,11 +59,44 @@ def _python_prefix(executable: str) -> Path:
     return path.parent.parent
 
 
-@functools.cache
+_VIEWS: dict[Path, Path] = {}  # this process's view of each Python environment (made once, or adopted)
+
+
+def python_view(executable: str = sys.executable, *, make: bool = True) -> tuple[str, str] | None:
+    """``(prefix, view)``: the venv of ``executable`` and the view of it this process's kernels mount (made now if
+    ``make`` and not made yet), for :func:`adopt_view` in another process; None for an interpreter outside a venv
+    (mounted as it is), or a view not made."""
+    prefix = _python_prefix(executable)
+    if not (prefix / "pyvenv.cfg").is_file() or not make and prefix not in _VIEWS:
+        return None
+    return str(prefix), str(_neutral_view(prefix))
+
+
+def adopt_view(prefix: str, view: str) -> bool:
+    """Mount ``view`` for the venv ``prefix`` (:func:`python_view` of the teacher's process), instead of hard-linking
+    a copy of its own (80,000 files: a minute of a busy machine's disk to make, and as long to remove, for each Dask
+    worker), if it is a view of that very venv on this machine (their ``pyvenv.cfg`` is one file; on another machine
+    it is not). Its maker removes it. Returns whether it was adopted."""
+    try:
+        one, two = os.stat(Path(prefix, "pyvenv.cfg")), os.stat(Path(view, "pyvenv.cfg"))
+    except OSError:
+        return False
+    if (one.st_dev, one.st_ino) != (two.st_dev, two.st_ino):
+        return False
+    _VIEWS[Path(prefix)] = Path(view)
+    return True
+
+
 def _neutral_view(prefix: Path) -> Path:
     """A hard-linked copy of ``prefix`` in a temporary folder, so that the mount that shows it in a sandbox does not
     name the folder it lives in (a repository, the teacher's working folder); ``prefix`` itself where the file
-    system does not allow it (another device, links refused)."""
+    system does not allow it (another device, links refused). Made once per process (or adopted)."""
+    if prefix not in _VIEWS:
+        _VIEWS[prefix] = _make_view(prefix)
+    return _VIEWS[prefix]
+
+
+def _make_view(prefix: Path) -> Path:
     tmp = Path(tempfile.gettempdir())
     if os.stat(prefix).st_dev != os.stat(tmp).st_dev:  # a venv under /tmp too: its folder names the repository
         return prefix

@@ -19,24 +19,22 @@ run refuses every notebook it is given, and the rows say why (unless the run is 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
 import secrets
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bwrap import python_view
 from .graded import GradedNotebook
 from .notebook import grade_notebook, not_graded
-from .sandbox import LibraryCopy, bwrap_problem
+from .sandbox import bwrap_problem
 from .sheet_rows import clean_text
-from .stubs import stubs_for
 from .submissions import Submission, assignment_for
 
 __all__ = ["ALLOWED_FAILURES", "WORKER_COLUMNS", "ClusterUnavailable", "Graded", "grade_task", "grade_on_cluster"]
@@ -64,27 +62,6 @@ class Graded:
 # --------------------------------------------------------------------------------------------------------------
 # On a worker
 # --------------------------------------------------------------------------------------------------------------
-_LIBRARIES: dict[str, LibraryCopy] = {}  # this worker's read-only library copy per assignment, made once
-_LOCK = threading.Lock()
-
-
-def _library(assignment: str) -> LibraryCopy:
-    """This worker process's library copy for ``assignment`` (checked after every notebook by the run itself)."""
-    with _LOCK:
-        if assignment not in _LIBRARIES:
-            if not _LIBRARIES:
-                atexit.register(_remove_libraries)
-            _LIBRARIES[assignment] = LibraryCopy(stubs=stubs_for(assignment))
-        return _LIBRARIES[assignment]
-
-
-def _remove_libraries() -> None:
-    with _LOCK:
-        for library in _LIBRARIES.values():
-            library.cleanup()
-        _LIBRARIES.clear()
-
-
 def _worker_name() -> str:
     """``name (address)`` of the Dask worker running this task; the process id outside a worker."""
     try:
@@ -125,8 +102,13 @@ def grade_task(student: str, name: str, data: bytes, options: dict[str, Any]) ->
     ``student``, graded by :func:`~.notebook.grade_notebook` with ``options`` in a bubblewrap sandbox (refused, with
     failed rows that say why, where bubblewrap cannot run and ``options`` does not say ``unsandboxed``). The
     grader's own failure on it gives failed rows that say why, never an exception."""
+    from .workers import library_for, prepare_worker  # (distributed: imported where a cluster runs)
+
     worker = _worker_name()
     unsandboxed = bool(options.get("unsandboxed"))
+    assignment = assignment_for(Path(name))
+    if not worker.startswith("pid "):  # on a Dask worker (called directly, it leaves the caller's temporary folder)
+        prepare_worker((assignment.id,) if assignment is not None else (), unsandboxed)
     if not unsandboxed and (problem := bwrap_problem()):
         return Graded(
             _failed(
@@ -140,12 +122,11 @@ def grade_task(student: str, name: str, data: bytes, options: dict[str, Any]) ->
             worker,
             "no sandbox",
         )
-    assignment = assignment_for(Path(name))
     with tempfile.TemporaryDirectory(prefix="tl-task-") as tmp:
         path = Path(tmp) / Path(name).name
         path.write_bytes(data)
         try:
-            library = _library(assignment.id) if assignment is not None else None
+            library = library_for(assignment.id) if assignment is not None else None
             return Graded(grade_notebook(path, student, library=library, **options), worker)
         except Exception as e:  # the grader's own failure: a bug, or a submission it was not ready for
             reason = clean_text(f"{type(e).__name__}: {e}")[:300]
@@ -196,6 +177,9 @@ def _client(scheduler: str | None, jobs: int) -> Any:
         Client(cluster) as client,
     ):
         yield client
+    from .workers import remove_stale
+
+    remove_stale()  # the folder of a worker killed on this machine (its replacement, if any, removed the others)
 
 
 class _Progress:
@@ -241,9 +225,18 @@ def grade_on_cluster(
     scheduler cannot be reached. ``peaks``, if given, receives each worker's peak resident memory in MB."""
     from distributed import wait
 
+    from .workers import Prepare
+
     found: dict[int, Graded] = {}
     token = secrets.token_hex(4)
     with _client(scheduler, jobs) as client:
+        # every worker, and each that joins later (one that replaces a dead one), prepares before its first notebook
+        ids = {a.id for s in submissions if (a := assignment_for(s.path)) is not None}
+        unsandboxed = bool(options.get("unsandboxed"))
+        # workers on this machine share the teacher's view of the venv (adopt_view); for a teacher's scheduler,
+        # whose workers may be elsewhere, only one made already (by the bubblewrap probe)
+        view = python_view(make=scheduler is None) if not unsandboxed else None
+        client.register_plugin(Prepare(tuple(sorted(ids)), unsandboxed, view))
         bar = _Progress(len(submissions), progress)
         futures = {
             client.submit(

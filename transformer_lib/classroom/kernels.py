@@ -12,6 +12,8 @@ or file size (from the exception the cell raised), CPU time (the kernel was kill
 here: what a cell prints past the kernel's allowance is dropped, never held in the grader's memory), or messages
 (a part of a message larger than :attr:`~.limits.Limits.message_mb` is refused by ZeroMQ, ``ZMQ_MAXMSGSIZE``, before
 the grader holds it; ZeroMQ then drops that connection for good, so the run stops there as if the kernel had died).
+The grader runs this in a child process of bounded memory (:mod:`.client_process`): a message of many parts, each
+under that cap, is held whole before it is read, and only that child's memory can run out.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import math
 import re
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,10 +162,11 @@ async def run_cells(
     cell_timeout: float,
     deadline: float,
     grace: float = GRACE,
+    started: Callable[[Any], None] | None = None,
 ) -> CellRun:
     """Run ``cells`` (key, cell) in one fresh sandboxed kernel, in order, each within its time limit and the
-    notebook's ``deadline``; stop at a cell that ignores the interrupt or kills the kernel. The kernel and every
-    process it started are gone when this returns."""
+    notebook's ``deadline``; stop at a cell that ignores the interrupt or kills the kernel. ``started``, if given,
+    is told each cell's key as it starts. The kernel and every process it started are gone when this returns."""
     import nbformat
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
@@ -194,6 +198,8 @@ async def run_cells(
                 client.timeout = max(1, math.ceil(min(limit, left)))
                 client.allowance = CHECK_OUTPUT if key[0] == "check" else max(0, output - printed)
                 client.exceeded = False
+                if started is not None:
+                    started(key)
                 try:
                     await client.async_execute_cell(cell, index)
                     if await _refused(monitors):  # the grader no longer hears this kernel: as if it had died

@@ -37,9 +37,10 @@ class Limits:
     cpu_seconds: int = 600  # CPU time of each of its processes (RLIMIT_CPU); the kernel is killed past it
     output_mb: int = 32  # what the notebook's cells print, all together, as the grader receives it
     message_mb: int = 64  # the largest part of a message the grader accepts from a kernel (ZMQ_MAXMSGSIZE)
+    client_mb: int = 512  # memory the grader's kernel client may take on top of its start (a child of its own)
 
     def __post_init__(self) -> None:
-        for name in ("memory_mb", "processes", "file_mb", "cpu_seconds", "output_mb", "message_mb"):
+        for name in ("memory_mb", "processes", "file_mb", "cpu_seconds", "output_mb", "message_mb", "client_mb"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
@@ -72,7 +73,8 @@ class Limits:
             "file size": f"file size ({self.file_mb} MB per file)",
             "cpu": f"CPU time ({self.cpu_seconds} s)",
             "output": f"output ({self.output_mb} MB printed)",
-            "message": f"messages ({self.message_mb} MB per part of a message it sends; the kernel was stopped)",
+            "message": f"messages ({self.message_mb} MB per part of a message it sends, {self.client_mb} MB held by "
+            "the grader at once; the kernel was stopped)",
         }[which]
 
 

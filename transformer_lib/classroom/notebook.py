@@ -87,6 +87,8 @@ def _gather(graded: GradedNotebook, notebook: NotebookRun, flags: dict[str, list
     graded.notes += notebook.limit_notes + ([UNSANDBOXED_NOTE] if graded.unsandboxed else [])
     if notebook.stopped_at_deadline:  # in the row's note too, whether or not its exercises were graded by then
         graded.notes.append(notebook.deadline_note())
+    if notebook.failure:  # a kernel that could not start: the teacher must see why every exercise failed
+        graded.notes.append(notebook.failure)
     for ex in notebook.assignment.exercises:
         result = (
             notebook.results[ex.name]

@@ -9,14 +9,14 @@ to grade, without the bad cells; a notebook's deadline (``--notebook-timeout``) 
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import RESULT_MARKER, CheckResult
 from .checks.record import RecordingError, replay_exercise
-from .kernels import SETUP_KEY, CellRun, error_of, run_cells
+from .client_process import run_bounded
+from .kernels import SETUP_KEY, CellRun, error_of
 from .registry import Assignment, Exercise
 from .sandbox import LibraryCopy, Limits, Sandbox
 from .stubs import REMOVED_ERROR
@@ -122,6 +122,7 @@ class NotebookRun:
     notes: list[str] = field(default_factory=list)
     limit_notes: list[str] = field(default_factory=list)
     stopped_at_deadline: bool = False  # its kernel was stopped at the notebook's deadline (the row's note says so)
+    failure: str = ""  # why a kernel could not run at all (the grader's or the machine's problem: the note says it)
 
     def deadline_note(self) -> str:
         """What the problems and the row's note say of a notebook whose kernel was stopped at its deadline."""
@@ -142,7 +143,8 @@ class NotebookRun:
                 chosen = [i for i in range(last + 1) if self.code[i][0] not in self.left_out]
             cells = self._cells(chosen, pending)
             sandbox = Sandbox(self.library, self.limits, unsandboxed=self.unsandboxed)
-            run = asyncio.run(run_cells(cells, sandbox, self.kernel_name, self.cell_timeout, self.deadline, self.grace))
+            # the kernel client in a child of bounded memory: a kernel's messages cannot grow the grader itself
+            run = run_bounded(cells, sandbox, self.kernel_name, self.cell_timeout, self.deadline, self.grace)
             self._take(run, dict(cells), pending)
             if not self._go_on(run, pending):
                 return
@@ -205,7 +207,8 @@ class NotebookRun:
     def _go_on(self, run: CellRun, pending: list[Exercise]) -> bool:
         """Whether a fresh kernel should grade what is left after ``run`` stopped (False: the notebook is done)."""
         if run.failure:
-            self.notes.append(f"Running the notebook failed: {run.failure}")
+            self.failure = f"Running the notebook failed: {run.failure}"
+            self.notes.append(self.failure)
             return False
         if run.stopped is None:
             return False

@@ -73,6 +73,10 @@ UNSANDBOXED_NOTE = (
     "graded without the sandbox (--no-sandbox): its kernel could read and write what the grader's user can"
 )
 _LOG_BYTES = 64 * 1024  # of a kernel's own stdout and stderr, kept for the grader's messages
+# the longest path of a Unix socket (sun_path: 108 bytes with its NUL); a kernel binds
+# <folder>/sockets/kernel-<port>, and ZeroMQ refuses a longer one ("File name too long")
+_SOCKET_PATH_BYTES = 107
+_SOCKET_TAIL = "/tl-kernel-xxxxxxxx/sockets/kernel-65535"  # what a kernel's folder adds to its temporary folder
 NO_SANDBOX_BANNER = "\n".join(
     [
         "=" * 100,
@@ -140,6 +144,19 @@ def _open_no_links(root: str, names: list[str]) -> int:
     return fd
 
 
+def kernel_root() -> str:
+    """Where a kernel's folder goes: the temporary folder, or ``/tmp`` where that is too long a path for the
+    kernel's Unix sockets (a deep ``TMPDIR``: pytest's under pytest-xdist reaches 112 bytes). ValueError if neither
+    fits."""
+    for root in (tempfile.gettempdir(), "/tmp"):
+        if len(os.fsencode(root + _SOCKET_TAIL)) <= _SOCKET_PATH_BYTES and os.access(root, os.W_OK | os.X_OK):
+            return root
+    raise ValueError(
+        f"TMPDIR: expected a writable folder whose path leaves room for a kernel's Unix sockets (at most "
+        f"{_SOCKET_PATH_BYTES - len(_SOCKET_TAIL)} bytes), got {tempfile.gettempdir()!r}, and /tmp is not writable"
+    )
+
+
 def kill_by_token(token: str) -> int:
     """SIGKILL every process whose environment holds ``TOKEN_VARIABLE=token``; returns how many were found."""
     needle = f"{TOKEN_VARIABLE}={token}".encode()
@@ -165,7 +182,7 @@ class Sandbox:
         self.limits = limits or Limits()
         self.unsandboxed = unsandboxed
         self.uid = fresh_uid()
-        self._tmp = tempfile.TemporaryDirectory(prefix="tl-kernel-")
+        self._tmp = tempfile.TemporaryDirectory(prefix="tl-kernel-", dir=kernel_root())
         self.folder = self._tmp.name
         # the kernel's sockets: a tmpfs of its own sandbox, which the grader reaches through /proc/<pid>/root
         # (socket_url); unsandboxed, a folder of the grader's

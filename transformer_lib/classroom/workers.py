@@ -1,0 +1,132 @@
+"""What a Dask worker keeps between the notebooks it grades (:mod:`.cluster`), and how nothing of it outlives it.
+
+Each worker process prepares once (:func:`prepare_worker`, run by the :class:`Prepare` plugin as it joins the
+cluster, a replacement for a dead worker included): it makes a temporary folder of its own, ``tl-worker-<pid>-*``,
+in which everything it makes goes (its library copy per assignment, each notebook's and kernel's folder, a view of
+its Python), copies the library for the class's assignments and probes bubblewrap. When it closes, the folder goes
+with it. A worker killed with SIGKILL (or by the out-of-memory killer) cannot clean up: its folder is removed by the
+next worker that starts on the machine, or by the teacher's process at the end of an embedded cluster's run
+(:func:`remove_stale`: a folder whose process is gone).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from .bwrap import adopt_view
+from .sandbox import LibraryCopy, bwrap_problem
+from .stubs import stubs_for
+
+__all__ = ["Prepare", "library_for", "prepare_worker", "remove_stale"]
+
+_LIBRARIES: dict[str, LibraryCopy] = {}  # this worker's read-only library copy per assignment, made once
+_LOCK = threading.Lock()
+_ROOT_PREFIX = "tl-worker-"  # a worker's temporary folder: tl-worker-<pid>-<random>, everything it makes inside
+_ROOT: list[str] = []  # this worker process's folder, once made (and the temporary folder it replaced)
+
+
+def library_for(assignment: str) -> LibraryCopy:
+    """This worker process's library copy for ``assignment`` (checked after every notebook by the run itself)."""
+    with _LOCK:
+        if assignment not in _LIBRARIES:
+            if not _LIBRARIES:
+                atexit.register(_remove_libraries)
+            _LIBRARIES[assignment] = LibraryCopy(stubs=stubs_for(assignment))
+        return _LIBRARIES[assignment]
+
+
+def _remove_libraries() -> None:
+    with _LOCK:
+        for library in _LIBRARIES.values():
+            library.cleanup()
+        _LIBRARIES.clear()
+
+
+def _remove_tree(folder: str | Path) -> None:
+    """Remove ``folder``, read-only parts (a library copy) included."""
+
+    def writable_then_retry(function: Any, path: str, _: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+
+    shutil.rmtree(folder, onerror=writable_then_retry)
+
+
+def remove_stale(temporary: str | None = None) -> list[str]:
+    """Remove the folders of workers whose process is gone (``tl-worker-<pid>-*`` in ``temporary``, by default the
+    temporary folder): what a worker killed with SIGKILL, or by the out-of-memory killer, left (its library copies,
+    its notebook's kernel folder). Returns the folders removed."""
+    removed = []
+    for folder in Path(temporary or tempfile.gettempdir()).glob(f"{_ROOT_PREFIX}*-*"):
+        try:
+            os.kill(int(folder.name[len(_ROOT_PREFIX) :].split("-")[0]), 0)
+        except ProcessLookupError:  # its worker is gone
+            _remove_tree(folder)
+            removed.append(str(folder))
+        except (ValueError, OSError):  # not a worker's folder, or the process of another user: alive
+            continue
+    return removed
+
+
+def prepare_worker(
+    assignments: tuple[str, ...] = (), unsandboxed: bool = False, view: tuple[str, str] | None = None
+) -> str:
+    """Make this worker process ready before its first notebook, once: remove the folders of dead workers
+    (:func:`remove_stale`), make a temporary folder of its own named after its process id, in which everything it
+    makes goes (``tempfile.tempdir``: library copies, the notebooks' and kernels' folders, a Python view), copy the
+    library for each of ``assignments``, and probe bubblewrap. ``view``: the teacher's process's view of this
+    Python (:func:`~.bwrap.python_view`), which the embedded cluster's workers share rather than hard-link one each.
+    Returns its folder."""
+    if view is not None:
+        adopt_view(*view)
+    with _LOCK:
+        if not _ROOT:
+            temporary = tempfile.gettempdir()
+            remove_stale(temporary)
+            root = tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-", dir=temporary)
+            _ROOT.extend([root, temporary])
+            tempfile.tempdir = root
+            atexit.register(_remove_root)
+    for assignment in assignments:
+        library_for(assignment)
+    if not unsandboxed:
+        bwrap_problem()
+    return _ROOT[0]
+
+
+def _remove_root() -> None:
+    """Remove this worker's library copies and its folder (at its end: :class:`Prepare`'s teardown, or atexit)."""
+    _remove_libraries()
+    with _LOCK:
+        if _ROOT:
+            root, temporary = _ROOT
+            tempfile.tempdir = temporary
+            _remove_tree(root)
+            _ROOT.clear()
+
+
+class Prepare(WorkerPlugin):
+    """The Dask worker plugin that runs :func:`prepare_worker` on each worker as it joins (one that replaces a dead
+    one included), and removes its folder when it closes."""
+
+    name = "tl-grade-prepare"
+
+    def __init__(self, assignments: tuple[str, ...], unsandboxed: bool, view: tuple[str, str] | None = None) -> None:
+        self.assignments, self.unsandboxed, self.view = assignments, unsandboxed, view
+
+    def setup(self, worker: Any) -> None:
+        prepare_worker(self.assignments, self.unsandboxed, self.view)
+
+    def teardown(self, worker: Any) -> None:
+        _remove_root()

@@ -46,7 +46,7 @@ def _key(key: Any) -> Any:
 
 
 def _child(
-    write: int, cells: list[tuple[Any, Any]], sandbox: Sandbox, arguments: tuple[str, float, float, float]
+    write: int, cells: list[tuple[Any, Any]], sandbox: Sandbox, arguments: tuple[str, float, float, float, float | None]
 ) -> None:
     """In the child: bound its memory, run the cells, report; never returns (``os._exit``: the grader's exit
     handlers, which remove its library copies, are not the child's to run)."""
@@ -61,8 +61,10 @@ def _child(
                 out.write(json.dumps(["start", key]) + "\n")
                 out.flush()
 
-            kernel_name, cell_timeout, deadline, grace = arguments
-            run = asyncio.run(run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace, started))
+            kernel_name, cell_timeout, deadline, grace, check_timeout = arguments
+            run = asyncio.run(
+                run_cells(cells, sandbox, kernel_name, cell_timeout, deadline, grace, started, check_timeout)
+            )
             done = {
                 "state": [[k, v] for k, v in run.state.items()],
                 "limits": [[k, v] for k, v in run.limits.items()],
@@ -102,6 +104,7 @@ def run_bounded(
     cell_timeout: float,
     deadline: float,
     grace: float = GRACE,
+    check_timeout: float | None = None,
 ) -> CellRun:
     """:func:`~.kernels.run_cells` in a child process of bounded memory (see the module's docstring); the cells'
     outputs come back into ``cells``. A child that dies while a cell runs (the kernel made it hold more than
@@ -111,7 +114,7 @@ def run_bounded(
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child: its coverage is not collected)
         os.close(read)
-        _child(write, cells, sandbox, (kernel_name, cell_timeout, deadline, grace))
+        _child(write, cells, sandbox, (kernel_name, cell_timeout, deadline, grace, check_timeout))
     os.close(write)
     try:
         reports = _read(read, pid, deadline + _MARGIN)

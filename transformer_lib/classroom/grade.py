@@ -68,15 +68,16 @@ unless told ``--no-sandbox``, which a banner says at the start and the end of th
 counts as one that raised (memory, processes, file size), printed too much (its output past the limit is dropped)
 or killed the kernel (CPU time), and the row's ``note`` names the limit.
 
-Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt
-for 5 s (a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is
-killed, the problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the
-cells up to their definitions, without that cell and the cells that timed out. A notebook gets at most
-``--notebook-timeout`` (900 s by default), and no more than ``--timeout`` per code cell and exercise plus 120 s for
-starting kernels; past that its kernel is stopped, the problems say so, and what is not graded by then fails. A
-notebook that is not valid JSON, misses cells, has a syntax error, raises, holds more code than
-:data:`~.source.MAX_CODE_CHARS`, or on which the grader itself fails gets failed rows with the reason, and grading
-goes on: the sheets are always written. Messages reach the sheets and feedback without control characters.
+Time is bounded. A cell that runs longer than ``--timeout`` is interrupted; a kernel that ignores the interrupt for 5 s
+(a loop that catches ``BaseException``, code that ignores SIGINT), or that dies (``os._exit``, a crash), is killed, the
+problem names the cell, and the exercises not yet graded are checked in a fresh kernel that runs only the cells up to
+their definitions, without that cell and the cells that timed out. A notebook gets at most ``--notebook-timeout`` (900 s
+by default), and no more than ``--timeout`` per code cell, and per exercise the larger of ``--timeout`` and 30 times
+``--check-time-limit`` (a check limits the learner's calls by CPU time; on a busy machine its cell must not be stopped
+by the wall clock first), plus 120 s for starting kernels; past that its kernel is stopped, the problems say so, and
+what is not graded by then fails. A notebook that is not valid JSON, misses cells, has a syntax error, raises, holds
+more code than :data:`~.source.MAX_CODE_CHARS`, or on which the grader itself fails gets failed rows with the reason,
+and grading goes on: the sheets are always written. Messages reach the sheets and feedback without control characters.
 
 What is not guarded against
 ---------------------------

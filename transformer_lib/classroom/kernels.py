@@ -163,10 +163,14 @@ async def run_cells(
     deadline: float,
     grace: float = GRACE,
     started: Callable[[Any], None] | None = None,
+    check_timeout: float | None = None,
 ) -> CellRun:
     """Run ``cells`` (key, cell) in one fresh sandboxed kernel, in order, each within its time limit and the
-    notebook's ``deadline``; stop at a cell that ignores the interrupt or kills the kernel. ``started``, if given,
-    is told each cell's key as it starts. The kernel and every process it started are gone when this returns."""
+    notebook's ``deadline``; stop at a cell that ignores the interrupt or kills the kernel. A check cell (key
+    ``("check", name)``) gets ``check_timeout`` (default ``cell_timeout``): the check limits the learner's calls
+    by CPU time, and the cell must not be stopped by the wall clock before that limit can fire on a busy machine.
+    ``started``, if given, is told each cell's key as it starts. The kernel and every process it started are gone
+    when this returns."""
     import nbformat
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
@@ -191,7 +195,13 @@ async def run_cells(
             monitors = [_monitor(channel.socket) for channel in (client.kc.iopub_channel, client.kc.shell_channel)]
             for index, (key, cell) in enumerate(cells):
                 left = deadline - time.monotonic()
-                limit = SETUP_TIMEOUT if key == SETUP_KEY else cell_timeout
+                limit = (
+                    SETUP_TIMEOUT
+                    if key == SETUP_KEY
+                    else (check_timeout or cell_timeout)
+                    if key[0] == "check"
+                    else cell_timeout
+                )
                 if left < 1:
                     run.stopped = ("deadline", key)
                     break

@@ -17,7 +17,7 @@ from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER
 from .graded import GradedNotebook
 from .kernels import GRACE
 from .registry import ASSIGNMENTS, Assignment, Exercise
-from .runs import NOTEBOOK_TIMEOUT, SLACK, NotebookRun, failed
+from .runs import NOTEBOOK_TIMEOUT, SLACK, NotebookRun, check_timeout, failed
 from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, require_bwrap
 from .stubs import stubs_for
 from .submissions import assignment_for
@@ -161,7 +161,7 @@ def grade_notebook(
         require_bwrap()  # SandboxUnavailable says why and what to do
     own_library = library is None
     library = library or LibraryCopy(stubs=stubs_for(assignment.id))
-    limit = cell_timeout * (len(code) + len(assignment.exercises)) + SLACK
+    limit = cell_timeout * len(code) + check_timeout(cell_timeout, time_limit) * len(assignment.exercises) + SLACK
     notebook = NotebookRun(
         assignment=assignment,
         code=code,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import RESULT_MARKER, CheckResult
+from .checks.core import WALL_LIMIT_FACTOR
 from .checks.record import RecordingError, replay_exercise
 from .client_process import run_bounded
 from .kernels import SETUP_KEY, CellRun, error_of
@@ -96,6 +97,17 @@ def _why_hung(source: str) -> str:
     return ""
 
 
+def check_timeout(cell_timeout: float, time_limit: float) -> float:
+    """The wall-clock limit of a check cell: at least the check's own backstop for one call of the learner's code
+    (``WALL_LIMIT_FACTOR`` times its CPU limit ``time_limit``), so that on a busy machine a call that computes too
+    long is stopped by its CPU limit, whose message says so, and not by the cell's wall clock first.
+
+    >>> check_timeout(60, 10), check_timeout(10, 3), check_timeout(120, 1)
+    (300, 90, 120)
+    """
+    return max(cell_timeout, WALL_LIMIT_FACTOR * time_limit)
+
+
 @dataclass
 class NotebookRun:
     """One notebook's kernels, run until each exercise of ``assignment`` has a result or nothing more can run.
@@ -124,6 +136,10 @@ class NotebookRun:
     stopped_at_deadline: bool = False  # its kernel was stopped at the notebook's deadline (the row's note says so)
     failure: str = ""  # why a kernel could not run at all (the grader's or the machine's problem: the note says it)
 
+    @property
+    def check_timeout(self) -> float:
+        return check_timeout(self.cell_timeout, self.time_limit)
+
     def deadline_note(self) -> str:
         """What the problems and the row's note say of a notebook whose kernel was stopped at its deadline."""
         return (
@@ -144,7 +160,9 @@ class NotebookRun:
             cells = self._cells(chosen, pending)
             sandbox = Sandbox(self.library, self.limits, unsandboxed=self.unsandboxed)
             # the kernel client in a child of bounded memory: a kernel's messages cannot grow the grader itself
-            run = run_bounded(cells, sandbox, self.kernel_name, self.cell_timeout, self.deadline, self.grace)
+            run = run_bounded(
+                cells, sandbox, self.kernel_name, self.cell_timeout, self.deadline, self.grace, self.check_timeout
+            )
             self._take(run, dict(cells), pending)
             if not self._go_on(run, pending):
                 return

@@ -75,8 +75,9 @@ reader_install() {  # [book] into .venv-reader, and its Python as the kernel "re
 }
 background "reader's install" reader_install
 stage "lint" bash scripts/lint.sh
+# files in the order tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
-    -n 2 --dist loadfile -p no:cacheprovider --durations=10
+    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=10
 # every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build. With
 # torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
 # each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway.

@@ -36,8 +36,28 @@ stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
     fi
 }
 
-stage "lint" bash scripts/lint.sh
+background() {  # background NAME COMMAND...: start it now, its output kept aside; `joined NAME` waits for it
+    local name="$1"; shift
+    bg_log="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s)
+    echo; echo "=== $name: started in the background: $*"
+    "$@" >"$bg_log" 2>&1 &
+    bg_pid=$!
+}
+
+joined() {  # joined NAME: wait for the background stage, print its output, time it, remember a failure
+    local status=0
+    wait "$bg_pid" || status=$?
+    echo; echo "=== $bg_name (ran in the background):"; cat "$bg_log"; rm -f "$bg_log"
+    if [ "$status" -eq 0 ]; then
+        echo "=== $bg_name: passed, $(( $(date +%s) - bg_start )) s after it started"
+    else
+        echo "=== $bg_name: FAILED (exit $status), $(( $(date +%s) - bg_start )) s after it started"
+        failed+=("$bg_name")
+    fi
+}
+
 if [ "${1:-}" = "--fast" ]; then
+    stage "lint" bash scripts/lint.sh
     stage "unit tests (fast lane)" $py -m pytest tests transformer_lib --doctest-modules \
         -m "not slow and not browser and not jupyterlab and not executed" -n 2 --dist loadfile -p no:cacheprovider
     echo
@@ -45,20 +65,26 @@ if [ "${1:-}" = "--fast" ]; then
     echo "test_all --fast: all stages passed (the full run adds the slow tests, the notebooks, the build and the browser)"
     exit 0
 fi
-# the reader's install: [book] alone, in its own environment (a second run with unchanged requirements takes a second)
+# the reader's install: [book] alone, in its own environment (a second run with unchanged requirements takes a second).
+# pip keeps one core busy (measured: 132 s of CPU; 135 s of wall time alone on an idle machine, the other core idle
+# all along), so it runs beside lint and the unit tests, which need only .venv: it takes the core they leave idle
+# (lint, the last file on one worker) and shares the rest; the notebook stage, the first to use it, waits for it.
 reader=.venv-reader
 reader_install() {  # [book] into .venv-reader, and its Python as the kernel "reader", which exists nowhere else
     VENV="$reader" bash scripts/setup_env.sh book &&
         "$reader/bin/python" -m ipykernel install --sys-prefix --name reader --display-name "Python 3 ([book] only)" >/dev/null
 }
-stage "reader's install" reader_install
+background "reader's install" reader_install
+stage "lint" bash scripts/lint.sh
+# files in the order tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
-    -n 2 --dist loadfile -p no:cacheprovider --durations=10
+    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=10
 # every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build. With
 # torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
 # each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway.
 # The kernel is the reader's install's ("reader", found through JUPYTER_PATH; without it the stage fails rather than
 # fall back on .venv's): nbval and pytest run here, in .venv, but every cell runs with [book] alone.
+joined "reader's install"
 rm -rf _build/.executed
 stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyter" $py -m pytest --nbval-lax \
     --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider

@@ -49,10 +49,10 @@ def test_the_zip_holds_what_gradescope_runs(autograder):
         gradescope.build_autograder("03_attn", autograder.parent / "x.zip")
 
 
-def _with_cell(source_student: str, code: str) -> nbformat.NotebookNode:
-    """The fixture's notebook of ``source_student`` with ``code`` appended as the last code cell."""
+def _with_cells(source_student: str, *code: str) -> nbformat.NotebookNode:
+    """The fixture's notebook of ``source_student`` with each of ``code`` appended as a code cell, in order."""
     nb = nbformat.read(FIXTURES / source_student / f"{ASSIGNMENT}.ipynb", as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(code))
+    nb.cells.extend(nbformat.v4.new_code_cell(c) for c in code)
     return nb
 
 
@@ -134,12 +134,10 @@ def test_run_autograder_scores_honest_wrong_and_attacking_submissions(autograder
     wrong = _run(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
     assert wrong["score"] < POINTS and not all(t["score"] == t["max_score"] for t in wrong["tests"] if "score" in t)
 
-    writer = _run(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
-    assert writer["score"] == wrong["score"], writer  # its own results.json is not what Gradescope reads
-    assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
-
-    reader = _run(autograder, layout, _with_cell("bob", _reader(layout)))
-    assert reader["score"] == wrong["score"], reader  # the grader's wheel is not in the kernel's world
+    # both attacks in one submission (one run less): a forged results file left behind would show in the folder, a
+    # read of the grader's wheel would swap in the right answer and raise the score
+    attacks = _run(autograder, layout, _with_cells("bob", WRITES_RESULTS.format(root=str(layout)), _reader(layout)))
+    assert attacks["score"] == wrong["score"], attacks  # neither its own results.json nor the grader's wheel counts
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
 
 
@@ -161,11 +159,11 @@ def test_without_bubblewrap_the_kernel_runs_as_nobody_and_cannot_reach_the_grade
     assert honest["score"] == POINTS and "ran as an unprivileged user, without bubblewrap" in honest["output"]
     wrong = _in_process(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
     assert wrong["score"] < POINTS
-    writer = _in_process(autograder, layout, _with_cell("bob", WRITES_RESULTS.format(root=str(layout))))
-    assert writer["score"] == wrong["score"], writer
+    attacks = _in_process(
+        autograder, layout, _with_cells("bob", WRITES_RESULTS.format(root=str(layout)), _reader(layout))
+    )
+    assert attacks["score"] == wrong["score"], attacks
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
-    reader = _in_process(autograder, layout, _with_cell("bob", _reader(layout)))
-    assert reader["score"] == wrong["score"], reader
     assert "JUPYTER_PATH" not in os.environ or "tl-unprivileged" not in os.environ["JUPYTER_PATH"]
 
 

@@ -5,8 +5,11 @@ in Debian's Chromium (headless, driven by playwright as the browser tests drive 
 fresh browser context: empty cache) and warm (the same page again in that context), ``--repeat`` times each. It
 prints, per page, the median of ``performance.getEntriesByType('navigation')[0]``'s ``domContentLoadedEventEnd`` and
 ``loadEventEnd`` and of the first contentful paint, in seconds, as a Markdown table, and writes them as JSON with
-``--json``. A measurement, not a test: wall-clock times move with the machine's load (the tests assert counts:
-tests/test_browser_text_first.py).
+``--json``. Beside the times, figures that no load can move: the bytes of the scripts that the browser must run before
+DOMContentLoaded (every ``<script src>`` of the page's HTML without ``async``: the synchronous ones and the deferred
+ones, read from the built files), and the requests that a cold visit started before DOMContentLoaded with their bytes
+(the Resource Timing entries). A measurement, not a test: wall-clock times move with the machine's load (the tests
+assert counts: tests/test_browser_text_first.py).
 
     .venv/bin/python scripts/page_load_times.py [--site _build/html] [--repeat 3] [--json times.json]
 """
@@ -18,6 +21,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import statistics
 import sys
 import threading
@@ -28,9 +32,12 @@ CHROMIUM = "/usr/bin/chromium"
 TIMING = """() => {
   const nav = performance.getEntriesByType('navigation')[0];
   const paint = performance.getEntriesByName('first-contentful-paint')[0];
+  const early = performance.getEntriesByType('resource').filter(r => r.startTime < nav.domContentLoadedEventStart);
   return {dcl: nav.domContentLoadedEventEnd / 1000, load: nav.loadEventEnd / 1000,
-          fcp: paint ? paint.startTime / 1000 : null};
+          fcp: paint ? paint.startTime / 1000 : null, requests: early.length + 1,
+          kb: (nav.decodedBodySize + early.reduce((sum, r) => sum + r.decodedBodySize, 0)) / 1024};
 }"""
+SCRIPT_TAG = re.compile(r"<script\b([^>]*)>", re.IGNORECASE)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -43,6 +50,21 @@ def chapters(site: Path) -> list[str]:
     if not (site / "book").is_dir():
         raise SystemExit(f"page_load_times: expected a built site in {site} (run `bash scripts/build_book.sh`)")
     return sorted(p.relative_to(site).as_posix() for p in (site / "book").glob("*.html"))
+
+
+def scripts_before_dcl(site: Path, page: str) -> dict[str, int]:
+    """The scripts that the browser must fetch and run before ``page``'s DOMContentLoaded, with their sizes in bytes:
+    every ``<script src>`` of its HTML without ``async`` (a synchronous script blocks the parser; a deferred one runs
+    after parsing, but before DOMContentLoaded). Read from the built files, so no load can move it."""
+    html = (site / page).read_text(encoding="utf-8")
+    found = {}
+    for attributes in SCRIPT_TAG.findall(html):
+        src = re.search(r"\bsrc=\"([^\"]+)\"", attributes)
+        if src is None or re.search(r"\basync\b", attributes):
+            continue
+        path = (site / page).parent / src.group(1).split("?")[0]
+        found[src.group(1).split("?")[0]] = path.stat().st_size if path.is_file() else 0
+    return found
 
 
 def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, dict[str, float | None]]]:
@@ -70,11 +92,13 @@ def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, di
                     context.close()
                 results[page_name] = {
                     kind: {
-                        key: (statistics.median(v) if (v := [r[key] for r in rs if r[key] is not None]) else None)
-                        for key in ("dcl", "load", "fcp")
+                        key: (statistics.median(v) if (v := [x for r in rs if (x := r[key]) is not None]) else None)
+                        for key in ("dcl", "load", "fcp", "requests", "kb")
                     }
                     for kind, rs in runs.items()
                 }
+                before_dcl = sum(scripts_before_dcl(site, page_name).values()) / 1024
+                results[page_name]["scripts_kb"] = {"before_dcl": before_dcl}
                 print(f"{page_name}: {results[page_name]}", file=sys.stderr, flush=True)
             browser.close()
     finally:
@@ -83,15 +107,17 @@ def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, di
 
 
 def table(results: dict[str, dict[str, dict[str, float | None]]]) -> str:
-    def s(value: float | None) -> str:
-        return "—" if value is None else f"{value:.2f}"
+    def s(value: float | None, digits: int = 2) -> str:
+        return "—" if value is None else f"{value:.{digits}f}"
 
     lines = [
-        "| page | cold DCL | cold load | cold FCP | warm DCL | warm load | warm FCP |",
-        "| --- | --: | --: | --: | --: | --: | --: |",
+        "| page | cold DCL | cold load | cold FCP | warm DCL | warm load | warm FCP | scripts run before DCL (KB) "
+        "| cold requests before DCL | their KB |",
+        "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
     ]
     for page, r in results.items():
         cells = [s(r[kind][key]) for kind in ("cold", "warm") for key in ("dcl", "load", "fcp")]
+        cells += [s(r["scripts_kb"]["before_dcl"], 0), s(r["cold"]["requests"], 0), s(r["cold"]["kb"], 0)]
         lines.append(f"| {page} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -5,6 +5,9 @@
   once, when the first figure is about to be drawn (book/_static/plotly-theme.js), and every figure a reader scrolls
   to is drawn; printing draws them all. Counts and the order of events, never a wall-clock limit (the times
   themselves: scripts/page_load_times.py).
+- No page runs the theme's icon script (fontawesome.js, 1.49 MB, deferred, so run before DOMContentLoaded): the
+  scripts a chapter runs before DOMContentLoaded stay under a budget in bytes, and the theme's icons are drawn from
+  its stylesheet's web fonts, on a desktop and on a touch phone, whose ☰ drawer still opens.
 - A figure's toolbar speaks the page's language: plotly's own zh-CN locale on the Chinese pages
   (book/_static/vendor/plotly/, scripts/vendor_js.sh).
 - Each spelling of transformer_lib/site/search_synonyms.toml ranks the page that explains the term first in the
@@ -14,15 +17,25 @@
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
-from site_browser import DESKTOP, DRAWN_TIMEOUT_MS, NO_SITE, NO_ZH_SITE, SITE, ZH
+from site_browser import DESKTOP, DRAWN_TIMEOUT_MS, NO_SITE, NO_ZH_SITE, PHONE, SITE, ZH
 
 from transformer_lib.site.search import read_synonyms
 
 pytestmark = pytest.mark.browser
 CHAPTER = "book/04_attention.html"  # a chapter with many figures, most of them far below the first screen
 CJK = re.compile(r"[\u4e00-\u9fff]")
+# chapter 4 runs 188 KB of scripts before DOMContentLoaded today (79 KB of them the theme's bootstrap.js); with the
+# theme's fontawesome.js it ran 1,642 KB
+SCRIPTS_BEFORE_DCL_KB = 300
+ICONS = """() => [...document.querySelectorAll('.fa-solid, .fa-regular, .fa-brands, .fas, .far, .fab')]
+  .filter(icon => icon.getClientRects().length)
+  .map(icon => { const glyph = getComputedStyle(icon, '::before');
+                 return {icon: icon.tagName + '.' + [...icon.classList].join('.'), glyph: glyph.content,
+                         font: glyph.fontFamily, width: icon.getBoundingClientRect().width}; })"""
 
 
 def _chapters() -> list[str]:
@@ -48,6 +61,47 @@ def test_no_chapter_loads_plotly_or_the_search_index_as_it_opens(page: str) -> N
     html = (SITE / page).read_text(encoding="utf-8")
     sources = re.findall(r"<script\b[^>]*\bsrc=\"([^\"]*)\"", html)
     assert not [s for s in sources if re.search(r"(^|/)(plotly\.min|searchindex)\.js", s)], sources
+
+
+def _scripts_before_dcl(page: str) -> dict[str, int]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    try:
+        from page_load_times import scripts_before_dcl
+    finally:
+        sys.path.pop(0)
+    return scripts_before_dcl(SITE, page)
+
+
+@pytest.mark.parametrize("page", _chapters() or ["<no built site>"])
+def test_no_chapter_runs_the_icon_script_before_its_text(page: str) -> None:
+    """Every script without ``async`` runs before DOMContentLoaded, a deferred one too: the theme's fontawesome.js
+    is left out (transformer_lib/site/templates/layout.html), and what is left stays under a budget in bytes."""
+    _need(page)
+    scripts = _scripts_before_dcl(page)
+    assert not [src for src in scripts if src.endswith("fontawesome.js")], scripts
+    assert sum(scripts.values()) < SCRIPTS_BEFORE_DCL_KB * 1024, scripts
+
+
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+def test_the_theme_icons_are_drawn_from_its_web_fonts(view: str, browser, site_url) -> None:
+    """Without fontawesome.js, each icon the page shows is an <i>/<span> whose ::before glyph the theme's stylesheet
+    draws in a Font Awesome web font, on a desktop and on a touch phone; the phone's ☰ opens its drawer."""
+    _need(CHAPTER)
+    context = browser.new_context(**(DESKTOP if view == "desktop" else PHONE))
+    tab = context.new_page()
+    try:
+        tab.goto(site_url + CHAPTER, wait_until="load")
+        tab.evaluate("() => document.fonts.ready.then(() => true)")
+        icons = tab.evaluate(ICONS)
+        assert len(icons) >= 3, icons  # the ☰ button, the light/dark button, the repository link at least
+        drawn = [i for i in icons if i["glyph"] not in ("none", "normal", '""') and "Font Awesome" in i["font"]]
+        assert drawn == icons and min(i["width"] for i in icons) > 0, icons
+        assert tab.evaluate("() => document.fonts.check('900 16px \"Font Awesome 6 Free\"')")
+        if view == "phone":
+            tab.locator(".primary-toggle:visible").first.tap()
+            tab.wait_for_function("() => document.querySelector('#pst-primary-sidebar-modal').open", timeout=5_000)
+    finally:
+        context.close()
 
 
 def _figures(tab) -> dict[str, int]:

@@ -10,7 +10,7 @@ from transformer_lib.book.source import show_source
 
 def test_short_source_is_open_long_source_is_folded_and_plain_text_is_the_code():
     short, long = tl.combine_masks, tl.Transformer.decode
-    shown = show_source(short, long, collapse_after=16)  # 15 and 19 lines
+    shown = show_source(short, long, collapse_after=16)  # 15 and 18 lines
     page = shown._repr_html_()
     assert page.count("<details") == 2 and page.count(" open>") == 1 and "click to unfold" in page
     assert "transformer_lib.masks.combine_masks" in page and "<span" in page  # highlighted

@@ -296,3 +296,20 @@ def test_a_figure_says_what_it_shows_in_chinese_on_the_chinese_site():
     # the page carries the sentence once, as the aria-label, not again inside the figure
     assert "alt" not in json.dumps(site.without_alt(drawn)["layout"].get("meta", {}))
     assert site.without_alt(drawn)["layout"]["meta"]["fit_text_width"]
+
+
+def test_learning_rate_schedule_draws_the_paper_and_the_recipe_with_their_peaks() -> None:
+    import transformer_lib as tl
+
+    factor = 2e-3 * (64 * 200) ** 0.5  # chapter 7's recipe: its peak, at step 200, is its lr 2e-3
+    fig = viz.learning_rate_schedule(64, 200, factor)
+    paper, recipe = fig.data
+    assert (paper.name, recipe.name) == ("paper: d_model 512, warm-up 4000", "chapter 7: d_model 64, warm-up 200")
+    assert (paper.xaxis, recipe.xaxis) == ("x", "x2") and fig.layout.xaxis2.title.text == "step (chapter 7)"
+    assert paper.x[np.argmax(paper.y)] == 4001 and max(paper.y) == tl.noam_lr(4001, 512, 4000)  # every 50th step
+    assert recipe.x[np.argmax(recipe.y)] == 201 and abs(max(recipe.y) - 2e-3) < 1e-5 and recipe.x[-1] == 1196
+    assert isinstance(viz.learning_rate_schedule(64, 200, factor, steps=400, backend="matplotlib"), Figure)
+    with pytest.raises(ValueError, match="warmup_steps: expected a value > 0, got 0"):
+        viz.learning_rate_schedule(64, 0)
+    with pytest.raises(ValueError, match="factor: expected a value > 0, got -1"):
+        viz.learning_rate_schedule(64, 200, -1.0)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import AttentionImpl, MultiHeadAttention
-from .kv_cache import LayerCache
+from .kv_cache import KVCache, LayerCache
 from .validation import check_choice, check_positive, check_tensor
 
 __all__ = [
@@ -166,20 +166,30 @@ class DecoderLayer(nn.Module):
         need_weights: bool = False,
         cache: LayerCache | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        self_cache, cross_cache = _layer_caches(cache)  # chapter 7b's KV caches, or None
         h = self.self_res.pre(y)
-        h, self_w = self.self_attn(h, h, h, self_mask, need_weights, None if cache is None else cache.self_attn)
+        h, self_w = self.self_attn(h, h, h, self_mask, need_weights, self_cache)  # masked self-attention (§3.2.3)
         y = self.self_res.post(y, h)
         cross_w = None
-        if self.cross_attn is not None and self.cross_res is not None:
-            if memory is None:
-                raise ValueError("memory: this decoder layer has cross-attention and needs the encoder output")
+        if self.cross_attn is not None and self.cross_res is not None:  # a GPT-style block has no cross-attention
+            memory = _encoder_output(memory)
             h = self.cross_res.pre(y)
-            h, cross_w = self.cross_attn(
-                h, memory, memory, cross_mask, need_weights, None if cache is None else cache.cross_attn
-            )
+            h, cross_w = self.cross_attn(h, memory, memory, cross_mask, need_weights, cross_cache)  # K, V: encoder's
             y = self.cross_res.post(y, h)
-        y = self.ff_res.post(y, self.ff(self.ff_res.pre(y)))
+        y = self.ff_res.post(y, self.ff(self.ff_res.pre(y)))  # position-wise feed-forward (§3.3)
         return y, self_w, cross_w
+
+
+def _layer_caches(cache: LayerCache | None) -> tuple[KVCache | None, KVCache | None]:
+    """The self-attention and cross-attention caches of one decoder layer (chapter 7b), or None for each."""
+    return (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+
+
+def _encoder_output(memory: Tensor | None) -> Tensor:
+    """``memory``, which a decoder layer with cross-attention needs: it attends to the encoder's output."""
+    if memory is None:
+        raise ValueError("memory: this decoder layer has cross-attention and needs the encoder output, got None")
+    return memory
 
 
 @dataclass

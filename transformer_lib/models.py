@@ -223,14 +223,11 @@ class Transformer(nn.Module):
         or is given as ``src_mask``. Returns hidden states (B, T, C), and with ``need_weights`` also the
         per-layer self- and cross-attention weights."""
         check_token_ids("tgt", tgt, self.config.tgt_vocab_size, self.config.max_len)
-        if src_mask is None and src is not None:
+        if src_mask is None and src is not None:  # cross-attention sees the source's real tokens only (6.12)
             src_mask = self.src_mask(src)
-        h, self_w, cross_w = self.decoder.run(
-            self.tgt_embed(tgt), memory, self.tgt_mask(tgt), src_mask, need_weights=need_weights
-        )
-        if self_w is None or cross_w is None:  # Decoder.run returns the weights exactly when asked
-            return h
-        return h, self_w, cross_w
+        y = self.tgt_embed(tgt)  # (B, T, C)
+        h, self_w, cross_w = self.decoder.run(y, memory, self.tgt_mask(tgt), src_mask, need_weights=need_weights)
+        return h if self_w is None or cross_w is None else (h, self_w, cross_w)  # the weights exactly when asked
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         memory = self.encode(src)

@@ -1,5 +1,6 @@
-"""Curves: lines over a shared x (:func:`line_plot`) and a training run's history, one panel per quantity
-(:func:`training_curves`), with plotly or matplotlib.
+"""Curves: lines over a shared x (:func:`line_plot`), a training run's history, one panel per quantity
+(:func:`training_curves`), and the warm-up schedule of the paper beside a recipe's (:func:`learning_rate_schedule`),
+with plotly or matplotlib.
 
 Shape legend: ``N`` points.
 """
@@ -13,10 +14,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from ..training import noam_lr
+from ..validation import check_positive
 from .descriptions import describe, value_range
 from .style import COLORS, as_array, check_backend, mpl_figure
 
-__all__ = ["line_plot", "training_curves"]
+__all__ = ["line_plot", "training_curves", "learning_rate_schedule"]
 
 
 def line_plot(
@@ -144,3 +147,53 @@ def training_curves(
     fig.update_layout(title=title, height=170 + 220 * len(panels), hovermode="x unified")
     curves = [[k, value_range(source[k])] for k in names]
     return describe(fig, dict(kind="training", title=title, length=longest, x_title=x_title, series=curves))
+
+
+def learning_rate_schedule(
+    d_model: int, warmup_steps: int, factor: float = 1.0, *, steps: int = 1_200, backend: str = "plotly"
+):
+    """The learning rate of :func:`~transformer_lib.noam_lr` against the training step: on the left the paper's base
+    model (d_model 512, 4,000 warm-up steps, 20,000 steps), on the right chapter 7's recipe (``d_model``,
+    ``warmup_steps`` and the ``factor`` that puts its peak at the recipe's ``lr``) over its first ``steps`` steps.
+    Chapters 6c and 8 draw it.
+    """
+    check_backend(backend)
+    for name, value in (("d_model", d_model), ("warmup_steps", warmup_steps), ("steps", steps)):
+        check_positive(name, value)
+    check_positive("factor", factor, integer=False)
+    panels = [
+        ("paper: d_model 512, warm-up 4000", "step (paper)", range(1, 20_001, 50), (512, 4000, 1.0)),
+        (
+            f"chapter 7: d_model {d_model}, warm-up {warmup_steps}",
+            "step (chapter 7)",
+            range(1, steps + 1, 5),
+            (d_model, warmup_steps, factor),
+        ),
+    ]
+    curves = [(name, x_title, list(xs), [noam_lr(s, *args) for s in xs]) for name, x_title, xs, args in panels]
+    title = "Learning rate against training step"
+    if backend == "matplotlib":
+        fig, axes = mpl_figure(1, 2, size=(9.0, 3.6))
+        for i, (ax, (name, x_title, xs, lrs)) in enumerate(zip(axes[0], curves, strict=True)):
+            ax.plot(xs, lrs, color=COLORS[i], label=name)
+            ax.set(xlabel=x_title, ylabel="learning rate" if i == 0 else None)
+            ax.legend()
+        fig.suptitle(title)
+        return fig
+    fig = go.Figure(
+        [
+            go.Scatter(x=xs, y=lrs, name=name, line_color=COLORS[i], xaxis=f"x{i + 1}", yaxis=f"y{i + 1}")
+            for i, (name, _, xs, lrs) in enumerate(curves)
+        ]
+    )
+    # the paper's ticks every 10,000 steps: denser, the Chinese "10,000" ticks tilt into the legend on a phone
+    fig.update_layout(
+        title=title,
+        height=380,
+        xaxis=dict(domain=[0, 0.46], title=curves[0][1], dtick=10_000),
+        yaxis=dict(title="learning rate", exponentformat="power"),
+        xaxis2=dict(domain=[0.54, 1], title=curves[1][1], anchor="y2"),
+        yaxis2=dict(anchor="x2", exponentformat="power"),
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig

@@ -8,7 +8,7 @@ or NumPy arrays. Each figure lives in the module named for its kind:
 - :mod:`.heatmaps`: :func:`heatmap` and its kinds (attention, cross-attention, masks, positional encodings);
 - :mod:`.attention_grids`: :func:`attention_grid`, every head of every layer behind a menu and a slider;
 - :mod:`.token_strips`: :func:`token_strip` and :func:`space_legend`;
-- :mod:`.curves`: :func:`line_plot` and :func:`training_curves`;
+- :mod:`.curves`: :func:`line_plot`, :func:`training_curves` and :func:`learning_rate_schedule`;
 - :mod:`.descriptions`: :func:`describe`, a figure's text alternative;
 - :mod:`.style`: the colours, the plotly template and the input checks; :mod:`.block_diagrams`: boxes and arrows.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .attention_grids import attention_grid
 from .block_diagrams import Box, block_diagram
-from .curves import line_plot, training_curves
+from .curves import learning_rate_schedule, line_plot, training_curves
 from .descriptions import describe
 from .heatmaps import (
     attention_heatmap,
@@ -47,5 +47,6 @@ __all__ = [
     "space_legend",
     "line_plot",
     "training_curves",
+    "learning_rate_schedule",
     "block_diagram",
 ]

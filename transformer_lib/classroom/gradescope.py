@@ -79,6 +79,12 @@ def _wheel(folder: Path) -> Path:
             f"wheel: this transformer_lib is not in a source checkout ({_ROOT} has no pyproject.toml); pass the "
             "project's wheel with --wheel"
         )
+    # built from a copy of what goes into the wheel: setuptools writes build/ and *.egg-info next to the sources it
+    # builds, and the checkout must not change (nor race an editable install running there, as in scripts/test_all.sh)
+    source = folder / "source"
+    shutil.copytree(_ROOT / "transformer_lib", source / "transformer_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ["pyproject.toml", "README.md", *(p.name for p in _ROOT.glob("LICENSE*"))]:
+        shutil.copy2(_ROOT / name, source / name)
     subprocess.run(
         [
             sys.executable,
@@ -90,11 +96,12 @@ def _wheel(folder: Path) -> Path:
             "-q",
             "-w",
             str(folder),
-            str(_ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,
     )
+    shutil.rmtree(source)
     (wheel,) = folder.glob("transformer_lib-*.whl")
     return wheel
 

@@ -111,7 +111,10 @@ PATTERNS: dict[str, list[tuple[re.Pattern[str], str]]] = {
             re.compile(r"^score matrix by the formula: 1 x (\d+) x (\d+)² x 4 bytes = (\S+) MiB$"),
             r"按公式算出的分数矩阵：1 x \1 x \2² x 4 字节 = \3 MiB",
         ),
-        (re.compile(r"^largest tensor eager attention allocated:\s+(\S+) MiB$"), r"逐步计算的注意力分配的最大张量：\1 MiB"),
+        (
+            re.compile(r"^largest tensor eager attention allocated:\s+(\S+) MiB$"),
+            r"逐步计算的注意力分配的最大张量：\1 MiB",
+        ),
         (re.compile(r"^peak memory during the call:\s+(\S+) MiB$"), r"调用期间的内存峰值：\1 MiB"),
         (re.compile(r"^cosine similarity: (-?[\d.]+)$"), r"余弦相似度：\1"),
         (re.compile(r"^Sine dimensions of PE, d_model=(\d+)$"), r"PE 的正弦维度，d_model=\1"),

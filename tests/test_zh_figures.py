@@ -385,3 +385,33 @@ def test_a_diagrams_screen_reader_title_is_chinese_when_its_shown_title_is() -> 
     figure = _zh(diagrams.transformer_diagram(tl.Transformer(tl.TransformerConfig()), title=title))
     alt = alt_text(figure, "zh")
     assert "Transformer（基础模型）：编码器（左），解码器（右）" in alt and "encoder" not in alt, alt
+
+
+# What the pages' live controls write into a view (chapter 4's figure title and axes, chapter 3's and appendix C's
+# <pre> result lines, appendix A's similarity line), as the pages' draw functions format them
+LIVE_VIEW_LINES = [
+    "attention of 'it' (heads averaged); the model answers: street",
+    "layer 2",
+    "input      [3, 1, 4, 1]",
+    "expected   [1, 4, 1, 3]",
+    "sinusoidal [1, 4, 1, 3] correct",
+    "learned    [1, 4, 1, 2] wrong",
+    "learned    error: src: positions up to 19 are needed but the positional table holds max_len=16",
+    "score matrix by the formula: 1 x 8 x 256² x 4 bytes = 2.000 MiB",
+    "largest tensor eager attention allocated:   2.000 MiB",
+    "peak memory during the call:                6.250 MiB",
+    "cosine similarity: 0.991",
+    "cosine similarity: -0.012",
+    "seed",
+    "place",
+]
+
+
+@pytest.mark.parametrize("line", LIVE_VIEW_LINES)
+def test_a_live_controls_view_line_is_chinese_with_its_numbers(line: str) -> None:
+    from transformer_lib.book.labels import translate
+
+    zh = translate(line, "zh")
+    assert english_words(line), f"the check sees no English in {line!r}: it would pass anything"
+    assert not english_words(zh), f"{line!r} shows English on the Chinese site: {zh!r}"
+    assert re.findall(r"\d+(?:\.\d+)?", zh) == re.findall(r"\d+(?:\.\d+)?", line), (line, zh)

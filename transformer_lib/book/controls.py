@@ -7,4 +7,13 @@ from __future__ import annotations
 from .live_controls import WIDGET_MIME, LiveControl, live
 from .precomputed_controls import MAX_VIEWS, label_html, pre_html, precomputed, precomputed_html
 
-__all__ = ["precomputed", "precomputed_html", "label_html", "pre_html", "MAX_VIEWS", "live", "LiveControl", "WIDGET_MIME"]
+__all__ = [
+    "precomputed",
+    "precomputed_html",
+    "label_html",
+    "pre_html",
+    "MAX_VIEWS",
+    "live",
+    "LiveControl",
+    "WIDGET_MIME",
+]

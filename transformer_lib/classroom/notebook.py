@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import integrity, source
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER
+from .checks.hidden import hand_in
 from .graded import GradedNotebook
 from .kernels import GRACE
 from .registry import ASSIGNMENTS, Assignment, Exercise
@@ -103,6 +104,13 @@ def _gather(graded: GradedNotebook, notebook: NotebookRun, flags: dict[str, list
     graded.problems = [notebook.errors[n] for n in sorted(notebook.errors)] + notebook.notes
 
 
+def _random_cases(assignment: Assignment, seed: int | None) -> dict[str, str]:
+    """Each exercise's random cases, drawn in this process from ``seed`` (None: a fresh secret one), as the kernel is
+    handed them: inputs only, never the seed."""
+    seed = secrets.randbits(256) if seed is None else seed
+    return {ex.name: hand_in(ex.check, seed) for ex in assignment.exercises}
+
+
 def grade_notebook(
     path: str | Path,
     student: str = "",
@@ -115,6 +123,7 @@ def grade_notebook(
     unsandboxed: bool = False,
     grace: float = GRACE,
     notebook_timeout: float = NOTEBOOK_TIMEOUT,
+    seed: int | None = None,
 ) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
 
@@ -130,6 +139,10 @@ def grade_notebook(
     bubblewrap (:mod:`.sandbox`; the ``note`` says so); otherwise :class:`~.sandbox.SandboxUnavailable` is raised
     where bubblewrap cannot run. A notebook that cannot be read, or whose code is too long
     (:data:`~.source.MAX_CODE_CHARS`), gets failed rows that say why.
+
+    Each check's random cases are drawn here from ``seed`` (by default a new one from :mod:`secrets` for every call,
+    kept in this process): the kernel is handed the inputs only (:mod:`.checks.hidden`), so a notebook cannot know
+    them before its check runs.
     """
     for name, value, least in (
         ("cell_timeout", cell_timeout, 1),
@@ -174,6 +187,7 @@ def grade_notebook(
         notebook_timeout=notebook_timeout,
         marker=RESULT_MARKER + secrets.token_hex(16) + " ",
         unsandboxed=unsandboxed,
+        cases=_random_cases(assignment, seed),
     )
     try:
         notebook.run()

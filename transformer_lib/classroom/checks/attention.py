@@ -70,7 +70,8 @@ def _random_attention(g: torch.Generator) -> list[tuple[str, dict[str, Tensor | 
     """Three cases of random sizes (two float64, one float32), each without a mask, with a padding mask or causal."""
     cases: list[tuple[str, dict[str, Tensor | None]]] = []
     for i, dtype in enumerate((torch.float64, torch.float64, torch.float32)):
-        B, T, S, D, Dv, kind = _size(g, 1, 3), _size(g, 1, 5), _size(g, 1, 6), _size(g, 1, 8), _size(g, 1, 6), i
+        # d_k >= 2 and two keys or more, so that a wrong scale or an ignored mask changes the numbers
+        B, T, S, D, Dv, kind = _size(g, 1, 3), _size(g, 2, 5), _size(g, 2, 6), _size(g, 2, 8), _size(g, 1, 6), i
         S = max(S, T) if kind == 2 else S  # causal: the last T of S positions query (as with a cache)
         mask = None if kind == 0 else _keys_mask(g, B, S)[:, None, :] if kind == 1 else causal_mask(S)[-T:]
         q, k, v = _normal(g, B, T, D, dtype=dtype), _normal(g, B, S, D, dtype=dtype), _normal(g, B, S, Dv, dtype=dtype)

@@ -135,14 +135,14 @@ def _decoder_cases(C: int) -> list[tuple[str, Tensor, Tensor, Tensor | None, Ten
 
 
 @_random_cases("check_decoder_layer")
-def _random_decoder(g: torch.Generator) -> list[tuple[str, Tensor, Tensor, Tensor | None, Tensor | None]]:
+def _random_decoder(g: torch.Generator) -> list[tuple[str, tuple[Tensor, Tensor, Tensor, Tensor]]]:
     """Two cases of random lengths (d_model 16) with a causal mask and a random source padding mask, float64 then
     float32."""
     cases = []
     for i, dtype in enumerate((torch.float64, torch.float32)):
-        B, T, S = _size(g, 1, 3), _size(g, 1, 5), _size(g, 1, 6)
+        B, T, S = _size(g, 1, 3), _size(g, 2, 5), _size(g, 2, 6)
         y, memory = _normal(g, B, T, 16, dtype=dtype), _normal(g, B, S, 16, dtype=dtype)
-        cases.append((f"random case {i + 1}", y, memory, causal_mask(T), _keys_mask(g, B, S)[:, None, None, :]))
+        cases.append((f"random case {i + 1}", (y, memory, causal_mask(T), _keys_mask(g, B, S)[:, None, None, :])))
     return cases
 
 
@@ -203,7 +203,7 @@ def check_decoder_layer(cls: Callable) -> str:
     C, H, d_ff = 16, 4, 32
     module = _built(cls, C, H, d_ff)
     named, random = _decoder_cases(C), drawn("check_decoder_layer")
-    for label, y, memory, self_mask, cross_mask in named + random:
+    for label, y, memory, self_mask, cross_mask in named + [(label, *case) for label, case in random]:
         inputs = f"{label}: {_describe(y=y, memory=memory, self_mask=self_mask, cross_mask=cross_mask)}"
         m = copy.deepcopy(module).to(y.dtype)
         with torch.no_grad():

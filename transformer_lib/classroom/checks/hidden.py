@@ -117,8 +117,11 @@ def _normal(g: torch.Generator, *shape: int, dtype: torch.dtype = torch.float64)
 
 
 def _keys_mask(g: torch.Generator, B: int, S: int) -> torch.Tensor:
-    """A padding mask (B, S), True = may attend: each row keeps its first key and a random number after it."""
+    """A padding mask (B, S), True = may attend: each row keeps its first key and a random number after it, and the
+    first row blocks at least one key when there are two or more (a case where the mask makes no difference would
+    pass an answer that ignores it)."""
     lengths = torch.randint(1, S + 1, (B,), generator=g)
+    lengths[0] = min(int(lengths[0]), max(S - 1, 1))
     return torch.arange(S)[None, :] < lengths[:, None]
 
 

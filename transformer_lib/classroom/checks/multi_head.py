@@ -195,11 +195,11 @@ def _mha_cases() -> list[tuple[str, dict[str, Any]]]:
 def _random_mha(g: torch.Generator) -> list[tuple[str, dict[str, Any]]]:
     """Three cases of random lengths (d_model 16): self-attention with a causal mask, cross-attention with a padding
     mask (float64) and cross-attention without one (float32)."""
-    B, T = _size(g, 1, 3), _size(g, 1, 5)
+    B, T = _size(g, 1, 3), _size(g, 2, 5)
     x = _normal(g, B, T, 16)
     cases: list[tuple[str, dict[str, Any]]] = [("random case 1", dict(query=x, key=x, value=x, mask=causal_mask(T)))]
     for i, dtype in ((2, torch.float64), (3, torch.float32)):
-        B, T, S = _size(g, 1, 3), _size(g, 1, 5), _size(g, 1, 6)
+        B, T, S = _size(g, 1, 3), _size(g, 1, 5), _size(g, 2, 6)
         mask = _keys_mask(g, B, S)[:, None, None, :] if i == 2 else None
         m = _normal(g, B, S, 16, dtype=dtype)
         cases.append((f"random case {i}", dict(query=_normal(g, B, T, 16, dtype=dtype), key=m, value=m, mask=mask)))

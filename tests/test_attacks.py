@@ -1174,3 +1174,68 @@ def test_a_notebook_that_looks_its_answers_up_gets_no_points_for_the_random_case
     (result,) = g.results
     ex = ASSIGNMENTS["03_attention"].exercises[0]
     assert not result.passed and ex.earned(result) == 0, (result, result.parts, g.problems)
+
+
+_EXERCISES = [ex for a in ASSIGNMENTS.values() for ex in a.exercises]
+
+
+@pytest.mark.parametrize("ex", _EXERCISES, ids=[ex.name for ex in _EXERCISES])
+def test_the_solutions_pass_random_cases_handed_in(sol, ex):
+    """Every exercise, modules included: the random cases read back from what the kernel is handed (a decoder case of
+    five values was once refused as malformed)."""
+    import secrets
+
+    from transformer_lib.classroom.checks import hidden, record
+
+    cases = hidden.hand_in(ex.check, secrets.randbits(256))
+    objects = {n: sol[n] for n in ex.names}
+    live, text = record._record(ex.check, objects, list(ex.names), 10.0, cases)
+    result = record.replay_exercise(ex.check, list(ex.names), text, 10.0, cases)
+    assert live.passed and result.passed and "random case" in result.summary, result
+
+
+# --------------------------------------------------------------------------------------------------------------
+# PyTorch's own attention is a stub in the kernel of the assignments that ask for attention
+# --------------------------------------------------------------------------------------------------------------
+_ROUTES = {
+    "F": "import torch.nn.functional as F\nF.scaled_dot_product_attention(q, q, q)",
+    "star import": "from torch.nn.functional import *\nscaled_dot_product_attention(q, q, q)",
+    "getattr": "import torch\ngetattr(torch.nn.functional, 'scaled_' + 'dot_product_attention')(q, q, q)",
+    "importlib": "import importlib\n"
+    "importlib.import_module('torch.nn.functional').scaled_dot_product_attention(q, q, q)",
+    "torch._C._nn": "import torch\ntorch._C._nn.scaled_dot_product_attention(q, q, q)",
+    "torch.ops.aten": "import torch\ntorch.ops.aten.scaled_dot_product_attention(q, q, q)",
+    "the math operator": "import torch\ntorch.ops.aten._scaled_dot_product_attention_math(q, q, q)",
+    "nn.MultiheadAttention": "import torch\ntorch.nn.MultiheadAttention(4, 1)(q, q, q)",
+    "its module's alias": "from torch.nn.modules.activation import MultiheadAttention\nMultiheadAttention(4, 1)",
+    "a transformer layer": "import torch\ntorch.nn.TransformerEncoderLayer(4, 1)(q)",
+    "multi_head_attention_forward": "import torch.nn.functional as F\nF.multi_head_attention_forward(q, q, q, 4, 1, "
+    "None, None, None, None, False, 0.0, torch.eye(4), None)",
+}
+
+
+@pytest.mark.parametrize("assignment", sorted(stubs.TORCH_REMOVED))
+@pytest.mark.parametrize("route", list(_ROUTES))
+def test_pytorchs_attention_is_a_stub_in_the_kernel_whatever_the_route(assignment, route):
+    """Each route ran PyTorch's attention in the kernel of assignments 3 and 5 before (flagged at best: a star import,
+    getattr or importlib hid it from the flags); now it raises ReferenceRemoved, which names what was called."""
+    done = _in_copy(
+        assignment,
+        "import transformer_lib, torch\nq = torch.ones(1, 2, 4)\ntry:\n"
+        + "".join(f"    {line}\n" for line in _ROUTES[route].splitlines())
+        + "    print('RAN')\nexcept Exception as e:\n    print(type(e).__name__, e)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "RAN" not in done.stdout and f"while assignment {assignment} is graded" in done.stdout, done.stdout
+    assert done.stdout.startswith("ReferenceRemoved torch."), done.stdout
+
+
+@pytest.mark.parametrize("assignment", ["04_masks", "06_decoder"])
+def test_pytorchs_attention_stays_where_no_assignment_asks_for_it(assignment):
+    """The decoder's layers run tl.MultiHeadAttention, whose fused path is F.scaled_dot_product_attention."""
+    done = _in_copy(
+        assignment,
+        "import transformer_lib, torch\nq = torch.ones(1, 2, 4)\n"
+        "print(torch.nn.functional.scaled_dot_product_attention(q, q, q).shape, torch.nn.MultiheadAttention(4, 1))",
+    )
+    assert done.returncode == 0 and "torch.Size([1, 2, 4])" in done.stdout, (done.stdout, done.stderr)

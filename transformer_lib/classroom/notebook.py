@@ -20,7 +20,7 @@ from .kernels import GRACE
 from .registry import ASSIGNMENTS, Assignment, Exercise
 from .runs import NOTEBOOK_TIMEOUT, SLACK, NotebookRun, failed
 from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, require_bwrap
-from .stubs import stubs_for
+from .stubs import REMOVED_ERROR, stubs_for
 from .submissions import assignment_for
 
 __all__ = ["grade_notebook", "not_graded"]
@@ -100,6 +100,11 @@ def _gather(graded: GradedNotebook, notebook: NotebookRun, flags: dict[str, list
             )
         )
         result.flags = list(flags.get(ex.name, []))
+        if result.error == REMOVED_ERROR and (called := _removed_call(result.summary)):
+            result.flags.append(
+                f"calls {called}, which the grader's kernel leaves out while {notebook.assignment.id} is graded "
+                "(a stub raised): the teacher decides"
+            )
         graded.results.append(result)
     graded.problems = [notebook.errors[n] for n in sorted(notebook.errors)] + notebook.notes
 
@@ -109,6 +114,13 @@ def _random_cases(assignment: Assignment, seed: int | None) -> dict[str, str]:
     handed them: inputs only, never the seed."""
     seed = secrets.randbits(256) if seed is None else seed
     return {ex.name: hand_in(ex.check, seed) for ex in assignment.exercises}
+
+
+def _removed_call(summary: str) -> str:
+    """What a check's summary says the student's code called that is a stub in the kernel
+    ("attention raised ReferenceRemoved: torch.nn.functional.scaled_dot_product_attention is not available ...")."""
+    _, _, said = summary.partition(f"{REMOVED_ERROR}: ")
+    return said.split(" is not available")[0] if " is not available" in said else ""
 
 
 def grade_notebook(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import os
 import re
 import shutil
@@ -1092,3 +1093,176 @@ def test_the_nbgrader_route_says_it_runs_student_code_with_the_teachers_rights(t
     config = (tmp_path / "course" / "nbgrader_config.py").read_text()
     for text in (said, config):
         assert "runs each student's code with YOUR rights" in text and "patch the check" in text, text
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Inputs the student cannot know: the checks' random cases come from a seed the kernel never sees
+# --------------------------------------------------------------------------------------------------------------
+_FUNCTIONS = [  # the exercises answered by a function (the module exercises take the check's own weights)
+    (a.id, ex) for a in ASSIGNMENTS.values() for ex in a.exercises if ex.names[0][:1].islower()
+]
+
+
+def _looked_up(sol, ex):
+    """``ex``'s function answered from a table of the solution's outputs on the public inputs (what a student can
+    compute at home by running the notebook's own check), and a wrong answer for anything else."""
+    import copy
+
+    from transformer_lib.classroom.checks import grade_exercise
+    from transformer_lib.classroom.checks.record import _fingerprint
+
+    table = {}
+
+    def at_home(*args, **kwargs):
+        key = _fingerprint(None, args, kwargs)
+        table[key] = copy.deepcopy(sol[ex.names[0]](*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+        return copy.deepcopy(table[key])
+
+    at_home.__name__ = ex.names[0]
+    assert grade_exercise(ex.check, {ex.names[0]: at_home}, ex.names).passed  # the table is complete
+
+    def answer(*args, **kwargs):
+        key = _fingerprint(None, args, kwargs)
+        if key not in table:
+            raise LookupError("not in my table")  # the fallback: anything wrong will do
+        return copy.deepcopy(table[key])
+
+    answer.__name__ = ex.names[0]
+    return answer, len(table)
+
+
+@pytest.mark.parametrize("assignment, ex", _FUNCTIONS, ids=[ex.name for _, ex in _FUNCTIONS])
+def test_a_table_of_the_public_inputs_outputs_earns_nothing_in_the_grader(sol, assignment, ex):
+    """A function that answers from a table of outputs for the public inputs: full marks before (the checks' inputs
+    were fixed and seeded); now the grader hands the kernel random cases drawn from a seed of its own, the table
+    misses them, and the exercise neither passes nor earns a point."""
+    import secrets
+
+    from transformer_lib.classroom.checks import hidden, record
+
+    answer, size = _looked_up(sol, ex)
+    names = list(ex.names)
+    live, text = record._record(ex.check, {names[0]: answer}, names, 10.0)
+    assert record.replay_exercise(ex.check, names, text, 10.0).passed  # the public cases: all in the table
+    cases = hidden.hand_in(ex.check, secrets.randbits(256))
+    live, text = record._record(ex.check, {names[0]: answer}, names, 10.0, cases)
+    result = record.replay_exercise(ex.check, names, text, 10.0, cases)
+    assert not result.passed and ex.earned(result) == 0, (size, result)
+    assert "random case" in result.details and "not in my table" in result.summary, result
+    honest = {names[0]: sol[names[0]]}
+    live, text = record._record(ex.check, honest, names, 10.0, cases)
+    assert record.replay_exercise(ex.check, names, text, 10.0, cases).passed  # the solution passes them
+
+
+def test_the_random_cases_differ_by_seed_and_carry_no_seed():
+    from transformer_lib.classroom.checks import hidden
+
+    for _, ex in _FUNCTIONS:
+        one, two = hidden.hand_in(ex.check, 1), hidden.hand_in(ex.check, 2)
+        assert one != two and hidden.read_handed(one) and one == hidden.hand_in(ex.check, 1), ex.check
+        assert hidden.hand_in(ex.check, hidden.PUBLIC_SEED) != one
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_notebook_that_looks_its_answers_up_gets_no_points_for_the_random_cases(tmp_path, sol):
+    """The whole route: a notebook whose attention answers from a table of outputs for the public inputs (keyed by
+    the bytes of q, k and v) and falls back to a wrong formula got 10/10 unflagged before; now 0/10."""
+    from transformer_lib.classroom.checks import grade_exercise
+
+    table = {}
+
+    def key(q, k, v):
+        return "".join(hashlib.sha256(t.float().numpy().tobytes()).hexdigest()[:16] for t in (q, k, v))
+
+    def at_home(q, k, v, mask=None):
+        out, w = sol["attention"](q, k, v, mask)
+        table[key(q, k, v)] = (str(out.dtype).removeprefix("torch."), out.double().tolist(), w.double().tolist())
+        return out, w
+
+    at_home.__name__ = "attention"
+    assert grade_exercise("check_attention", {"attention": at_home}, ("attention",)).passed
+    code = (
+        "import hashlib, torch\n"
+        f"TABLE = {table!r}\n"
+        "def attention(q, k, v, mask=None):\n"
+        "    key = ''.join(hashlib.sha256(t.float().numpy().tobytes()).hexdigest()[:16] for t in (q, k, v))\n"
+        "    if key in TABLE:\n"
+        "        dtype, out, w = TABLE[key]\n"
+        "        return torch.tensor(out).to(getattr(torch, dtype)), torch.tensor(w).to(getattr(torch, dtype))\n"
+        "    w = (q @ k.transpose(-2, -1)).softmax(-1)  # wrong: no scaling, no mask\n"
+        "    return w @ v, w\n"
+    )
+    nb = solved("03_attention")
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "def attention(" in c.source]
+    cell.source = code
+    nbformat.write(nb, tmp_path / "03_attention.ipynb")
+    g = grade.grade_notebook(tmp_path / "03_attention.ipynb", "table", cell_timeout=120)
+    (result,) = g.results
+    ex = ASSIGNMENTS["03_attention"].exercises[0]
+    assert not result.passed and ex.earned(result) == 0, (result, result.parts, g.problems)
+
+
+_EXERCISES = [ex for a in ASSIGNMENTS.values() for ex in a.exercises]
+
+
+@pytest.mark.parametrize("ex", _EXERCISES, ids=[ex.name for ex in _EXERCISES])
+def test_the_solutions_pass_random_cases_handed_in(sol, ex):
+    """Every exercise, modules included: the random cases read back from what the kernel is handed (a decoder case of
+    five values was once refused as malformed)."""
+    import secrets
+
+    from transformer_lib.classroom.checks import hidden, record
+
+    cases = hidden.hand_in(ex.check, secrets.randbits(256))
+    objects = {n: sol[n] for n in ex.names}
+    live, text = record._record(ex.check, objects, list(ex.names), 10.0, cases)
+    result = record.replay_exercise(ex.check, list(ex.names), text, 10.0, cases)
+    assert live.passed and result.passed and "random case" in result.summary, result
+
+
+# --------------------------------------------------------------------------------------------------------------
+# PyTorch's own attention is a stub in the kernel of the assignments that ask for attention
+# --------------------------------------------------------------------------------------------------------------
+_ROUTES = {
+    "F": "import torch.nn.functional as F\nF.scaled_dot_product_attention(q, q, q)",
+    "star import": "from torch.nn.functional import *\nscaled_dot_product_attention(q, q, q)",
+    "getattr": "import torch\ngetattr(torch.nn.functional, 'scaled_' + 'dot_product_attention')(q, q, q)",
+    "importlib": "import importlib\n"
+    "importlib.import_module('torch.nn.functional').scaled_dot_product_attention(q, q, q)",
+    "torch._C._nn": "import torch\ntorch._C._nn.scaled_dot_product_attention(q, q, q)",
+    "torch.ops.aten": "import torch\ntorch.ops.aten.scaled_dot_product_attention(q, q, q)",
+    "the math operator": "import torch\ntorch.ops.aten._scaled_dot_product_attention_math(q, q, q)",
+    "nn.MultiheadAttention": "import torch\ntorch.nn.MultiheadAttention(4, 1)(q, q, q)",
+    "its module's alias": "from torch.nn.modules.activation import MultiheadAttention\nMultiheadAttention(4, 1)",
+    "a transformer layer": "import torch\ntorch.nn.TransformerEncoderLayer(4, 1)(q)",
+    "multi_head_attention_forward": "import torch.nn.functional as F\nF.multi_head_attention_forward(q, q, q, 4, 1, "
+    "None, None, None, None, False, 0.0, torch.eye(4), None)",
+}
+
+
+@pytest.mark.parametrize("assignment", sorted(stubs.TORCH_REMOVED))
+@pytest.mark.parametrize("route", list(_ROUTES))
+def test_pytorchs_attention_is_a_stub_in_the_kernel_whatever_the_route(assignment, route):
+    """Each route ran PyTorch's attention in the kernel of assignments 3 and 5 before (flagged at best: a star import,
+    getattr or importlib hid it from the flags); now it raises ReferenceRemoved, which names what was called."""
+    done = _in_copy(
+        assignment,
+        "import transformer_lib, torch\nq = torch.ones(1, 2, 4)\ntry:\n"
+        + "".join(f"    {line}\n" for line in _ROUTES[route].splitlines())
+        + "    print('RAN')\nexcept Exception as e:\n    print(type(e).__name__, e)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "RAN" not in done.stdout and f"while assignment {assignment} is graded" in done.stdout, done.stdout
+    assert done.stdout.startswith("ReferenceRemoved torch."), done.stdout
+
+
+@pytest.mark.parametrize("assignment", ["04_masks", "06_decoder"])
+def test_pytorchs_attention_stays_where_no_assignment_asks_for_it(assignment):
+    """The decoder's layers run tl.MultiHeadAttention, whose fused path is F.scaled_dot_product_attention."""
+    done = _in_copy(
+        assignment,
+        "import transformer_lib, torch\nq = torch.ones(1, 2, 4)\n"
+        "print(torch.nn.functional.scaled_dot_product_attention(q, q, q).shape, torch.nn.MultiheadAttention(4, 1))",
+    )
+    assert done.returncode == 0 and "torch.Size([1, 2, 4])" in done.stdout, (done.stdout, done.stderr)

@@ -110,3 +110,74 @@ def test_without_the_starter_code_left_out_untouched_notebooks_would_look_copied
     }
     with pytest.raises(ValueError, match=r"threshold: expected a number in \(0, 1\], got 0"):
         similarity.similar_pairs(class_of_five, TEMPLATES, threshold=0)
+
+
+# ALICE's body moved into a helper of the notebook (renamed), and into a file of the submission's own
+GREG = """
+    return _scores_then_weights(q, k, v, mask)
+
+
+def _scores_then_weights(query, key, value, keep):
+    width = query.shape[-1]
+    logits = query @ key.transpose(-2, -1) / math.sqrt(width)
+    if keep is not None:
+        logits = logits.masked_fill(~keep, float('-inf'))
+    probs = torch.softmax(logits, dim=-1)
+    result = torch.matmul(probs, value)
+    return result, probs
+"""
+HELPER_FILE = """import math
+import torch
+
+
+def attend(query, key, value, keep=None):
+    return _inner(query, key, value, keep)
+
+
+def _inner(a, b, c, keep):
+    width = a.shape[-1]
+    logits = a @ b.transpose(-2, -1) / math.sqrt(width)
+    if keep is not None:
+        logits = logits.masked_fill(~keep, float('-inf'))
+    probs = torch.softmax(logits, dim=-1)
+    result = torch.matmul(probs, c)
+    return result, probs
+"""
+
+
+@pytest.mark.parametrize("where", ["a helper", "a file beside the notebook", "a file the notebook writes"])
+def test_a_copy_moved_into_a_helper_or_a_file_of_the_submission_is_flagged(tmp_path, where):
+    """Before, similarity compared only the graded function's body: a one-line `return helper(...)` matched nobody,
+    and alice's copied body in the helper (or a file the notebook imports) went unseen. Now the helper is compared
+    too; the glue (the wrapper's call, the helper's own signature) keeps a short copy's score near 0.65, under the
+    default threshold of 0.8 and far above honest pairs (0.30 at most)."""
+    if where == "a helper":
+        copier = _notebook(tmp_path, "greg", GREG)
+    elif where == "a file beside the notebook":
+        copier = _notebook(tmp_path, "greg", "    return helpers.attend(q, k, v, mask)")
+        (tmp_path / "greg" / "helpers.py").write_text(HELPER_FILE)
+        nb = nbformat.read(copier.path, as_version=4)
+        nb.cells.insert(1, nbformat.v4.new_code_cell("import helpers"))
+        nbformat.write(nb, copier.path)
+    else:
+        copier = _notebook(tmp_path, "greg", "    return attend_as(q, k, v, mask)")
+        nb = nbformat.read(copier.path, as_version=4)
+        nb.cells.insert(1, nbformat.v4.new_code_cell("%%writefile helpers.py\n" + HELPER_FILE))
+        nb.cells.insert(2, nbformat.v4.new_code_cell("from helpers import attend as attend_as"))
+        nbformat.write(nb, copier.path)
+    graded = [_notebook(tmp_path, s, b) for s, b in (("alice", ALICE), ("carol", CAROL), ("dan", DAN))] + [copier]
+    pairs = similarity.similar_pairs(graded, TEMPLATES, threshold=0.5)  # honest pairs: 0.30 at most
+    assert [(p["student_a"], p["student_b"]) for p in pairs] == [("alice", "greg")], pairs
+    assert pairs[0]["score"] >= 0.5
+
+
+def test_helpers_a_solution_shares_with_other_exercises_are_not_followed():
+    """split_heads and merge_heads are graded on their own: two multi-head answers that call them are compared on
+    their own code, not on the split and merge every student writes alike."""
+    cells = [
+        "def split_heads(x, n):\n    return x.view(x.shape[0], x.shape[1], n, -1).transpose(1, 2)\n",
+        "def helper(x):\n    return x * 2\n",
+        "class MultiHead:\n    def forward(self, x):\n        return helper(split_heads(x, 2))\n",
+    ]
+    code = similarity.solution_code(cells, ("MultiHead",), skip=("split_heads", "MultiHead"))
+    assert "def helper" in code and "def split_heads" not in code and code.index("class MultiHead") == 0

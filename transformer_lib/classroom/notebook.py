@@ -14,12 +14,13 @@ from pathlib import Path
 
 from . import integrity, source
 from .checks import DEFAULT_TIME_LIMIT, RESULT_MARKER
+from .checks.hidden import hand_in
 from .graded import GradedNotebook
 from .kernels import GRACE
 from .registry import ASSIGNMENTS, Assignment, Exercise
 from .runs import NOTEBOOK_TIMEOUT, SLACK, NotebookRun, check_timeout, failed
 from .sandbox import UNSANDBOXED_NOTE, LibraryCopy, Limits, require_bwrap
-from .stubs import stubs_for
+from .stubs import REMOVED_ERROR, stubs_for
 from .submissions import assignment_for
 
 __all__ = ["grade_notebook", "not_graded"]
@@ -101,8 +102,28 @@ def _gather(graded: GradedNotebook, notebook: NotebookRun, flags: dict[str, list
             )
         )
         result.flags = list(flags.get(ex.name, []))
+        called = _removed_call(result.summary) if result.error == REMOVED_ERROR else ""
+        if called and not any(called.rsplit(".", 1)[-1] in f for f in result.flags):  # unless the source showed it
+            result.flags.append(
+                f"calls {called}, which the grader's kernel leaves out while {notebook.assignment.id} is graded "
+                "(a stub raised): the teacher decides"
+            )
         graded.results.append(result)
     graded.problems = [notebook.errors[n] for n in sorted(notebook.errors)] + notebook.notes
+
+
+def _random_cases(assignment: Assignment, seed: int | None) -> dict[str, str]:
+    """Each exercise's random cases, drawn in this process from ``seed`` (None: a fresh secret one), as the kernel is
+    handed them: inputs only, never the seed."""
+    seed = secrets.randbits(256) if seed is None else seed
+    return {ex.name: hand_in(ex.check, seed) for ex in assignment.exercises}
+
+
+def _removed_call(summary: str) -> str:
+    """What a check's summary says the student's code called that is a stub in the kernel
+    ("attention raised ReferenceRemoved: torch.nn.functional.scaled_dot_product_attention is not available ...")."""
+    _, _, said = summary.partition(f"{REMOVED_ERROR}: ")
+    return said.split(" is not available")[0] if " is not available" in said else ""
 
 
 def grade_notebook(
@@ -117,6 +138,7 @@ def grade_notebook(
     unsandboxed: bool = False,
     grace: float = GRACE,
     notebook_timeout: float = NOTEBOOK_TIMEOUT,
+    seed: int | None = None,
 ) -> GradedNotebook:
     """Run one submitted notebook in a fresh sandboxed kernel and check each exercise of its assignment.
 
@@ -132,6 +154,10 @@ def grade_notebook(
     bubblewrap (:mod:`.sandbox`; the ``note`` says so); otherwise :class:`~.sandbox.SandboxUnavailable` is raised
     where bubblewrap cannot run. A notebook that cannot be read, or whose code is too long
     (:data:`~.source.MAX_CODE_CHARS`), gets failed rows that say why.
+
+    Each check's random cases are drawn here from ``seed`` (by default a new one from :mod:`secrets` for every call,
+    kept in this process): the kernel is handed the inputs only (:mod:`.checks.hidden`), so a notebook cannot know
+    them before its check runs.
     """
     for name, value, least in (
         ("cell_timeout", cell_timeout, 1),
@@ -176,6 +202,7 @@ def grade_notebook(
         notebook_timeout=notebook_timeout,
         marker=RESULT_MARKER + secrets.token_hex(16) + " ",
         unsandboxed=unsandboxed,
+        cases=_random_cases(assignment, seed),
     )
     try:
         notebook.run()

@@ -29,14 +29,15 @@ NOTEBOOK_TIMEOUT = 900  # seconds a notebook may take in all (a solution takes u
 _SETUP = "import transformer_lib.classroom.checks.record  # loaded before the student's cells are timed"
 
 
-def _record_cell(ex: Exercise, nonce: str, time_limit: float) -> Any:
-    """The injected cell: runs the check in record mode and prints the recording after the marker."""
+def _record_cell(ex: Exercise, nonce: str, time_limit: float, cases: str | None = None) -> Any:
+    """The injected cell: runs the check in record mode on the random cases handed in (``cases``, data drawn in the
+    grader; never the seed) and prints the recording after the marker."""
     import nbformat
 
     return nbformat.v4.new_code_cell(
         "from transformer_lib.classroom.checks.record import record_exercise as _tl_record\n"
         f"print({RESULT_MARKER + nonce!r} + _tl_record({ex.check!r}, globals(), {list(ex.names)!r}, "
-        f"time_limit={time_limit!r}))"
+        f"time_limit={time_limit!r}, cases={cases!r}))"
     )
 
 
@@ -62,8 +63,9 @@ def failed(ex: Exercise, summary: str, hint: str, error: str) -> CheckResult:
     return CheckResult(ex.name, False, summary, "", (hint,), error)
 
 
-def verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckResult:
-    """The result of ``ex``, computed here by replaying the check on the recording the kernel printed."""
+def verdict(ex: Exercise, cell: Any, marker: str, time_limit: float, cases: str | None = None) -> CheckResult:
+    """The result of ``ex``, computed here by replaying the check on the recording the kernel printed, with the
+    random cases the kernel was handed (``cases``)."""
     text, why = read_recording(cell, marker)
     if text is None:
         error = error_of(cell)
@@ -77,7 +79,7 @@ def verdict(ex: Exercise, cell: Any, marker: str, time_limit: float) -> CheckRes
             "GraderError",
         )
     try:
-        return replay_exercise(ex.check, ex.names, text, time_limit)
+        return replay_exercise(ex.check, ex.names, text, time_limit, cases)
     except RecordingError as e:
         return failed(
             ex,
@@ -128,6 +130,7 @@ class NotebookRun:
     notebook_timeout: float
     marker: str  # RESULT_MARKER and this notebook's nonce
     unsandboxed: bool = False
+    cases: dict[str, str] = field(default_factory=dict)  # exercise -> its random cases, drawn here (hidden.hand_in)
     results: dict[str, CheckResult] = field(default_factory=dict)
     errors: dict[int, str] = field(default_factory=dict)  # first report wins
     left_out: set[int] = field(default_factory=set)  # cells a fresh kernel must not run: hung, killed it, timed out
@@ -174,7 +177,9 @@ class NotebookRun:
         cells: list[tuple[tuple[str | int, ...], Any]] = [(SETUP_KEY, nbformat.v4.new_code_cell(_SETUP))]
         cells += [(("cell", self.code[i][0]), nbformat.v4.new_code_cell(self.code[i][1])) for i in chosen]
         nonce = self.marker[len(RESULT_MARKER) :]
-        return cells + [(("check", ex.name), _record_cell(ex, nonce, self.time_limit)) for ex in pending]
+        return cells + [
+            (("check", ex.name), _record_cell(ex, nonce, self.time_limit, self.cases.get(ex.name))) for ex in pending
+        ]
 
     def _take(self, run: CellRun, by_key: dict[Any, Any], pending: list[Exercise]) -> None:
         """What one kernel's run says: limits met, cells that raised or timed out, the checks' results."""
@@ -203,7 +208,7 @@ class NotebookRun:
                 )
             elif key[0] == "check" and state in ("ok", "error", "timeout"):
                 ex = next(e for e in pending if e.name == key[1])
-                self.results[ex.name] = verdict(ex, by_key[key], self.marker, self.time_limit)
+                self.results[ex.name] = verdict(ex, by_key[key], self.marker, self.time_limit, self.cases.get(ex.name))
 
     def _cell_state(self, number: int, state: str, cell: Any) -> None:
         error = str(error_of(cell))

@@ -14,10 +14,19 @@ So, *while a recording runs*, a stub answers with the value the student's code r
 recording go on to the next input as it would for a right answer); the student's own code gets nothing out of that
 but its own answers. A forged recording then needs the right outputs, which is solving the exercise.
 
+PyTorch's own attention is left out too where an assignment asks for attention (:data:`TORCH_REMOVED`: assignments 3
+and 5): the copy's ``__init__`` imports ``_torch_removed``, which replaces ``F.scaled_dot_product_attention`` and
+``F.multi_head_attention_forward`` by a stub under every name a loaded module holds them (``torch._C._nn`` included,
+so a star import, ``getattr`` or ``importlib`` reaches the stub), makes ``nn.MultiheadAttention`` raise when built or
+run (the class itself, so every module's alias and ``nn.TransformerEncoderLayer`` too), and overrides the operators
+behind them in PyTorch's dispatcher (``torch.ops.aten.scaled_dot_product_attention``, ``..._math``,
+``_native_multi_head_attention``). Each raises :class:`ReferenceRemoved` naming what was called; the grader shows it
+in the feedback and flags the row (:mod:`.notebook`). Assignment 6 keeps them: its layers run ``tl.MultiHeadAttention``.
+
 The copy has no ``transformer_lib.book`` at all (no assignment imports it; its probes compute a positional encoding
-another way). What stays in the room: PyTorch (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``), and
-the library classes that a later assignment's code runs on (``tl.DecoderLayer`` for assignment 6, whose decoding
-exercises run a ``tl.Transformer``): using those is flagged by :mod:`.integrity`.
+another way). What stays in the room: the rest of PyTorch, and the library classes that a later assignment's code
+runs on (``tl.DecoderLayer`` for assignment 6, whose decoding exercises run a ``tl.Transformer``): using those is
+flagged by :mod:`.integrity`.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from pathlib import Path
 
 from .integrity import parse_source
 
-__all__ = ["LibraryCopy", "REMOVED", "Stubs", "stubs_for", "REMOVED_ERROR"]
+__all__ = ["LibraryCopy", "REMOVED", "TORCH_REMOVED", "Stubs", "stubs_for", "REMOVED_ERROR"]
 
 _LIBRARY = Path(__file__).resolve().parents[1]  # the transformer_lib package folder
 
@@ -75,6 +84,98 @@ REMOVED: dict[str, tuple[tuple[str, str, str, str], ...]] = {
         ("classroom/checks/decoder.py", "_decoder_variant", "the check's decoder-layer variants", "value"),
     ),
 }
+
+# PyTorch's own attention (its Python names, and the operators behind them with their dispatch key): in the kernel of
+# an assignment of TORCH_REMOVED each is a stub that raises ReferenceRemoved, whatever route reaches it (an alias, a
+# star import, getattr, importlib, torch._C._nn, torch.ops.aten)
+_TORCH_ATTENTION: dict[str, tuple[tuple[str, str], ...]] = {
+    "torch.nn.functional.scaled_dot_product_attention": (
+        ("scaled_dot_product_attention", "CompositeImplicitAutograd"),
+        ("_scaled_dot_product_attention_math", "CompositeImplicitAutograd"),
+        ("_scaled_dot_product_flash_attention_for_cpu", "CPU"),
+        ("_scaled_dot_product_flash_attention", "CUDA"),
+        ("_scaled_dot_product_efficient_attention", "CUDA"),
+        ("_scaled_dot_product_cudnn_attention", "CUDA"),
+    ),
+    "torch.nn.functional.multi_head_attention_forward": (),
+    "torch.nn.MultiheadAttention": (("_native_multi_head_attention", "CPU"), ("_native_multi_head_attention", "CUDA")),
+}
+# assignment -> what of PyTorch's does what it asks (declared here only; tests read it)
+TORCH_REMOVED: dict[str, tuple[str, ...]] = {
+    "03_attention": tuple(_TORCH_ATTENTION),
+    "05_multi_head_attention": tuple(_TORCH_ATTENTION),
+}
+
+_TORCH_HELPER = '''"""PyTorch's own attention, left out while an assignment that asks for it is graded: written by
+transformer_lib.classroom.stubs into the grader's copy, imported by its __init__ before any student code runs."""
+
+import importlib
+import sys
+import warnings
+
+import torch
+
+from transformer_lib._removed import ReferenceRemoved
+
+ASSIGNMENT = {assignment!r}
+NAMES = {names!r}
+OPERATORS = {operators!r}
+
+
+def _message(name):
+    return (
+        f"{{name}} is not available while assignment {{ASSIGNMENT}} is graded: it does what the assignment asks you to "
+        "write, so the grader's kernel leaves PyTorch's own out. Use your own code."
+    )
+
+
+def _function(name):
+    def removed(*args, **kwargs):
+        raise ReferenceRemoved(_message(name))
+
+    removed.__name__ = removed.__qualname__ = name.rsplit(".", 1)[-1]
+    removed.__doc__ = f"Left out of the grader's kernel while assignment {{ASSIGNMENT}} is graded."
+    return removed
+
+
+def _class(cls, name):
+    def removed(self, *args, **kwargs):
+        raise ReferenceRemoved(_message(name))
+
+    cls.__init__ = removed  # the class itself: every module that imported it holds this one
+    cls.forward = removed
+
+
+for _name in NAMES:
+    _owner, _attr = _name.rsplit(".", 1)
+    _original = getattr(importlib.import_module(_owner), _attr)
+    if isinstance(_original, type):
+        _class(_original, _name)
+        continue
+    _stub = _function(_name)
+    for _module in list(sys.modules.values()):  # every alias of the function (torch._C._nn's builtin is F's)
+        for _key, _value in list(getattr(_module, "__dict__", {{}}).items()):
+            if _value is _original:
+                setattr(_module, _key, _stub)
+
+_LIBRARY = torch.library.Library("aten", "IMPL")  # the operators, for routes below the Python names
+
+
+def _operator(name):
+    def removed(*args, **kwargs):
+        raise ReferenceRemoved(_message(f"torch.ops.aten.{{name}}"))
+
+    return removed
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+    for _op, _key in OPERATORS:
+        try:
+            _LIBRARY.impl(_op, _operator(_op), _key)
+        except (RuntimeError, ValueError, AttributeError):  # an operator or key this build of torch does not have
+            pass
+'''
 
 _HELPER = '''"""What a removed reference does: written by transformer_lib.classroom.stubs into the grader's copy."""
 
@@ -130,6 +231,15 @@ class Stubs:
         for file, name, shown, answer in REMOVED[self.assignment]:
             by_file.setdefault(file, []).append((name, shown, answer))
         (package / "_removed.py").write_text(_HELPER)
+        if torch_names := TORCH_REMOVED.get(self.assignment, ()):
+            operators = tuple(op for name in torch_names for op in _TORCH_ATTENTION[name])
+            (package / "_torch_removed.py").write_text(
+                _TORCH_HELPER.format(assignment=self.assignment, names=torch_names, operators=operators)
+            )
+            with open(package / "__init__.py", "a") as init:
+                init.write(
+                    "\nfrom . import _torch_removed  # noqa: E402,F401  (the grader's: PyTorch's attention out)\n"
+                )
         for file, names in by_file.items():
             path = package / file
             source = path.read_text()
@@ -161,7 +271,7 @@ _NOT_COPIED = ("book",)  # subpackages of transformer_lib that a kernel never ge
 
 def stubs_for(assignment: str) -> Stubs | None:
     """The stubs for ``assignment`` (an id such as ``"03_attention"``), or None if it removes nothing."""
-    return Stubs(assignment) if assignment in REMOVED else None
+    return Stubs(assignment) if assignment in REMOVED or assignment in TORCH_REMOVED else None
 
 
 class LibraryCopy:

@@ -18,6 +18,7 @@ from ...attention import scaled_dot_product_attention
 from ...masks import causal_mask
 from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor, _tol
 from .core import _call, _check, _Fail, _part, _seeded
+from .hidden import _and_random, _keys_mask, _normal, _random_cases, _size, drawn
 
 
 def _attention_variant(
@@ -62,6 +63,20 @@ def _attention_cases() -> list[tuple[str, dict[str, Tensor | None]]]:
         ("float32", dict(q=r(2, 3, 8).float(), k=r(2, 3, 8).float(), v=r(2, 3, 4).float(), mask=causal_mask(3))),
         ("bfloat16", dict(q=r(2, 3, 8).bfloat16(), k=r(2, 4, 8).bfloat16(), v=r(2, 4, 4).bfloat16(), mask=pad)),
     ]
+
+
+@_random_cases("check_attention")
+def _random_attention(g: torch.Generator) -> list[tuple[str, dict[str, Tensor | None]]]:
+    """Three cases of random sizes (two float64, one float32), each without a mask, with a padding mask or causal."""
+    cases: list[tuple[str, dict[str, Tensor | None]]] = []
+    for i, dtype in enumerate((torch.float64, torch.float64, torch.float32)):
+        # d_k >= 2 and two keys or more, so that a wrong scale or an ignored mask changes the numbers
+        B, T, S, D, Dv, kind = _size(g, 1, 3), _size(g, 2, 5), _size(g, 2, 6), _size(g, 2, 8), _size(g, 1, 6), i
+        S = max(S, T) if kind == 2 else S  # causal: the last T of S positions query (as with a cache)
+        mask = None if kind == 0 else _keys_mask(g, B, S)[:, None, :] if kind == 1 else causal_mask(S)[-T:]
+        q, k, v = _normal(g, B, T, D, dtype=dtype), _normal(g, B, S, D, dtype=dtype), _normal(g, B, S, Dv, dtype=dtype)
+        cases.append((f"random case {i + 1}", dict(q=q, k=k, v=v, mask=mask)))
+    return cases
 
 
 _SQRT_DK_HINTS = (
@@ -246,7 +261,8 @@ def check_attention(attention: Callable) -> str:
         q: (..., T, D), k: (..., S, D), v: (..., S, Dv), mask: broadcastable to (..., T, S)
         -> output (..., T, Dv), weights (..., T, S)
     """
-    cases = _attention_cases()
+    named, random = _attention_cases(), drawn("check_attention")
+    cases = named + random
     answers = _answers(attention, cases)  # every case first: the parts below are judged on all of them
     _judge_parts(cases, answers)
     for (label, c), answer in zip(cases, answers, strict=True):
@@ -291,7 +307,8 @@ def check_attention(attention: Callable) -> str:
         hints = _mistake_hints(q, k, v, mask, out, w, ref_w)
         name, a, e = ("weights", w, ref_w) if not _close(w, ref_w, q.dtype) else ("output", out, ref_out)
         raise _Fail(_differ(name), f"Input: {inputs}\n{_row_diff(name, a, e, q.dtype)}", hints)
-    return (
-        f"All {len(cases)} cases match the reference (float64, float32, bfloat16; padding and causal masks, "
-        "a heads axis, a batch of one with length one)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (float64, float32, bfloat16; padding and causal masks, "
+        "a heads axis, a batch of one with length one).",
+        random,
     )

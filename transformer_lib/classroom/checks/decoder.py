@@ -22,6 +22,7 @@ from ...layers import DecoderLayer, FeedForward
 from ...masks import causal_mask
 from .compare import _close, _describe, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
 from .core import _call, _check, _Fail, _fixed_seed, _seeded
+from .hidden import _and_random, _keys_mask, _normal, _random_cases, _size, drawn
 from .modules import _expect_modules, _set_weights
 
 _DECODER_ATTRS = ("self_attn", "cross_attn", "ff", "norm1", "norm2", "norm3")
@@ -133,6 +134,18 @@ def _decoder_cases(C: int) -> list[tuple[str, Tensor, Tensor, Tensor | None, Ten
     ]
 
 
+@_random_cases("check_decoder_layer")
+def _random_decoder(g: torch.Generator) -> list[tuple[str, tuple[Tensor, Tensor, Tensor, Tensor]]]:
+    """Two cases of random lengths (d_model 16) with a causal mask and a random source padding mask, float64 then
+    float32."""
+    cases = []
+    for i, dtype in enumerate((torch.float64, torch.float32)):
+        B, T, S = _size(g, 1, 3), _size(g, 2, 5), _size(g, 2, 6)
+        y, memory = _normal(g, B, T, 16, dtype=dtype), _normal(g, B, S, 16, dtype=dtype)
+        cases.append((f"random case {i + 1}", (y, memory, causal_mask(T), _keys_mask(g, B, S)[:, None, None, :])))
+    return cases
+
+
 def _reference(m: Any, C: int, H: int, d_ff: int) -> DecoderLayer:
     """tl.DecoderLayer (post-LN) holding the weights of the learner's sub-modules."""
     with _fixed_seed(0):
@@ -189,8 +202,8 @@ def check_decoder_layer(cls: Callable) -> str:
     """
     C, H, d_ff = 16, 4, 32
     module = _built(cls, C, H, d_ff)
-    cases = _decoder_cases(C)
-    for label, y, memory, self_mask, cross_mask in cases:
+    named, random = _decoder_cases(C), drawn("check_decoder_layer")
+    for label, y, memory, self_mask, cross_mask in named + [(label, *case) for label, case in random]:
         inputs = f"{label}: {_describe(y=y, memory=memory, self_mask=self_mask, cross_mask=cross_mask)}"
         m = copy.deepcopy(module).to(y.dtype)
         with torch.no_grad():
@@ -215,7 +228,8 @@ def check_decoder_layer(cls: Callable) -> str:
         )
         diff = _row_diff("output", out, want, y.dtype)
         raise _Fail("The output differs from the reference.", f"Input: {inputs}\n{diff}", hints)
-    return (
-        f"All {len(cases)} cases match tl.DecoderLayer with the check's weights (masks, no masks, a batch of one "
-        "with length one, float32)."
+    return _and_random(
+        f"All {len(named)} cases match tl.DecoderLayer with the check's weights (masks, no masks, a batch of one "
+        "with length one, float32).",
+        random,
     )

@@ -19,6 +19,7 @@ from ...models import Transformer, TransformerConfig
 from ...tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from .compare import _close, _describe, _match, _row_diff, _tensor
 from .core import _call, _check, _Fail, _fixed_seed
+from .hidden import _and_random, _random_cases, _size, drawn
 
 
 def tiny_translator(seed: int = 5, eos_bias: float = 2.0) -> Transformer:
@@ -52,6 +53,32 @@ def tiny_translator(seed: int = 5, eos_bias: float = 2.0) -> Transformer:
 
 
 _SRC = torch.tensor([[4, 5, 6, 7, 8], [8, 9, 4, 0, 0], [5, 5, 6, 0, 0], [7, 6, 5, 4, 9], [9, 8, 7, 6, 0]])
+
+
+def _random_sources(g: torch.Generator, rows: int) -> Tensor:
+    """``rows`` random sources of length 2-7 (ids 4-9) that end in padding (at least one id each)."""
+    S = _size(g, 2, 7)
+    src = torch.randint(4, 10, (rows, S), generator=g)
+    lengths = torch.randint(1, S + 1, (rows,), generator=g)
+    return src.masked_fill(torch.arange(S)[None, :] >= lengths[:, None], PAD_ID)
+
+
+@_random_cases("check_greedy_decode")
+def _random_greedy(g: torch.Generator) -> list[tuple[str, tuple[Tensor, int]]]:
+    """Two batches of 1-4 random sources, 1-9 new tokens each."""
+    return [(f"random case {i + 1}", (_random_sources(g, _size(g, 1, 4)), _size(g, 1, 9))) for i in range(2)]
+
+
+@_random_cases("check_beam_search")
+def _random_beams(g: torch.Generator) -> list[tuple[str, tuple[Tensor, int, int, float]]]:
+    """Two random sources, 3-8 new tokens, beams of 2-4, length penalty 0, 0.6 or 1."""
+    return [
+        (
+            f"random case {i + 1}",
+            (_random_sources(g, 1), _size(g, 3, 8), _size(g, 2, 4), (0.0, 0.6, 1.0)[_size(g, 0, 2)]),
+        )
+        for i in range(2)
+    ]
 
 
 @torch.no_grad()
@@ -120,13 +147,14 @@ def check_greedy_decode(decode_greedy: Callable) -> str:
     """Check ``decode_greedy(model, src, max_new_tokens, bos_id, eos_id) -> (B, 1 + n)`` ids against
     :func:`~transformer_lib.decoding.greedy_decode` on :func:`tiny_translator`."""
     model = tiny_translator()
-    cases = [
+    named = [
         ("rows that end at different steps, one that never ends", _SRC, 8),
         ("every row ends early", _SRC[[0, 2]], 6),
         ("batch of one", _SRC[1:2], 3),
         ("max_new_tokens = 1", _SRC[:2], 1),
     ]
-    for label, src, n in cases:
+    random = drawn("check_greedy_decode")
+    for label, src, n in named + [(label, src, n) for label, (src, n) in random]:
         inputs = f"{label}: {_describe(src=src)}, max_new_tokens = {n}, bos_id = {BOS_ID}, eos_id = {EOS_ID}"
         with torch.no_grad():
             got = _tensor(
@@ -148,7 +176,9 @@ def check_greedy_decode(decode_greedy: Callable) -> str:
         else:
             details = _row_diff("tokens", got, want)
         raise _Fail("The generated ids differ from the reference.", f"Input: {inputs}\n{details}", hints)
-    return f"All {len(cases)} cases match tl.greedy_decode (early <eos>, padding after it, a batch of one)."
+    return _and_random(
+        f"All {len(named)} cases match tl.greedy_decode (early <eos>, padding after it, a batch of one).", random
+    )
 
 
 @torch.no_grad()
@@ -279,6 +309,9 @@ def check_beam_search(decode_beam: Callable) -> str:
         ("the first hypothesis to end is not the best", tiny_translator(seed=1, eos_bias=2.0), _SRC[1:2], 8, 4, 0.0),
         ("length_penalty = 0.6", tiny_translator(seed=1, eos_bias=1.0), _SRC[4:5], 8, 3, 0.6),
     ]
+    random = drawn("check_beam_search")
+    named = cases
+    cases = named + [(label, model, src, n, k, alpha) for label, (src, n, k, alpha) in random]
     for label, mdl, src, n, k, alpha in cases:
         inputs = f"{label}: {_describe(src=src)}, max_new_tokens = {n}, beam_size = {k}"
         penalty: dict[str, Any] = {"length_penalty": alpha} if alpha else {}
@@ -337,7 +370,8 @@ def check_beam_search(decode_beam: Callable) -> str:
                 "the docstring (stop once beam_size hypotheses have ended; return the best ended one).",
             )
         raise _Fail("The best hypothesis differs from the reference.", details, hints)
-    return (
-        f"All {len(cases)} cases match tl.beam_search (beam sizes 1, 3 and 4; hypotheses that end, and that do "
-        "not; with and without a length penalty)."
+    return _and_random(
+        f"All {len(named)} cases match tl.beam_search (beam sizes 1, 3 and 4; hypotheses that end, and that do "
+        "not; with and without a length penalty).",
+        random,
     )

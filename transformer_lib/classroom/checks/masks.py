@@ -18,6 +18,7 @@ from ...masks import causal_mask, padding_mask
 from .attention import _MASK_INVERTED_HINTS
 from .compare import _describe, _expect_shape, _row_diff, _tensor
 from .core import _call, _check, _Fail
+from .hidden import _and_random, _random_cases, _size, drawn
 
 
 def _bool_result(x: Any, what: str, inputs: str) -> Tensor:
@@ -37,13 +38,42 @@ def _bool_result(x: Any, what: str, inputs: str) -> Tensor:
 _IDS = torch.tensor([[5, 6, 7, 0, 0], [8, 9, 4, 5, 6], [4, 0, 0, 0, 0]])
 
 
+def _random_ids(g: torch.Generator, n: int) -> list[tuple[str, tuple[Tensor, int]]]:
+    """``n`` batches of random ids (up to 4 x 9) that end in padding, each with a random pad id in 0..20."""
+    cases = []
+    for i in range(n):
+        B, S, pad_id = _size(g, 1, 4), _size(g, 1, 9), _size(g, 0, 20)
+        ids = torch.randint(0, 20, (B, S), generator=g)
+        ids = torch.where(ids >= pad_id, ids + 1, ids)  # real tokens are not pad_id
+        lengths = torch.randint(1, S + 1, (B,), generator=g)
+        ids = ids.masked_fill(torch.arange(S)[None, :] >= lengths[:, None], pad_id)
+        cases.append((f"random case {i + 1}", (ids, pad_id)))
+    return cases
+
+
+@_random_cases("check_padding_mask")
+def _random_padding(g: torch.Generator) -> list[tuple[str, tuple[Tensor, int]]]:
+    return _random_ids(g, 2)
+
+
+@_random_cases("check_decoder_mask")
+def _random_decoder(g: torch.Generator) -> list[tuple[str, tuple[Tensor, int]]]:
+    return _random_ids(g, 2)
+
+
+@_random_cases("check_causal_mask")
+def _random_sizes(g: torch.Generator) -> list[tuple[str, int]]:
+    return [(f"random case {i + 1}", _size(g, 2, 64)) for i in range(2)]
+
+
 @_check("padding_mask")
 def check_padding_mask(make_padding_mask: Callable) -> str:
     """Check ``make_padding_mask(ids, pad_id) -> (B, 1, 1, S)`` bool against
     :func:`~transformer_lib.masks.padding_mask` (True where the key is a real token)."""
-    cases = [(_IDS, 0), (torch.tensor([[5, 9, 9], [9, 4, 5]]), 9), (torch.tensor([[4]]), 0)]
-    for ids, pad_id in cases:
-        inputs = _describe(ids=ids, pad_id=pad_id)
+    named = [(_IDS, 0), (torch.tensor([[5, 9, 9], [9, 4, 5]]), 9), (torch.tensor([[4]]), 0)]
+    random = drawn("check_padding_mask")
+    for label, (ids, pad_id) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + _describe(ids=ids, pad_id=pad_id)
         got = _bool_result(_call(make_padding_mask, ids.clone(), pad_id, inputs=inputs), "The mask", inputs)
         want = padding_mask(ids, pad_id)
         B, S = ids.shape
@@ -68,16 +98,18 @@ def check_padding_mask(make_padding_mask: Callable) -> str:
             else ("The mask is True exactly where ids != pad_id.",)
         )
         raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}", hints)
-    return f"All {len(cases)} cases match the reference (another pad_id, a batch of one with length one)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (another pad_id, a batch of one with length one).", random
+    )
 
 
 @_check("causal_mask")
 def check_causal_mask(make_causal_mask: Callable) -> str:
     """Check ``make_causal_mask(size) -> (size, size)`` bool against :func:`~transformer_lib.masks.causal_mask`
     (position t may attend to positions 0..t)."""
-    cases = [4, 1, 6]
-    for size in cases:
-        inputs = f"size = {size}"
+    named, random = [4, 1, 6], drawn("check_causal_mask")
+    for label, size in [("", n) for n in named] + random:
+        inputs = (f"{label}: " if label else "") + f"size = {size}"
         got = _bool_result(_call(make_causal_mask, size, inputs=inputs), "The mask", inputs)
         want = causal_mask(size)
         _expect_shape("The mask", got, (size, size), inputs, ("The causal mask is (size, size): queries x keys.",))
@@ -112,15 +144,16 @@ def check_causal_mask(make_causal_mask: Callable) -> str:
             else ("Position t may attend to positions 0..t only: a lower-triangular boolean matrix.",)
         )
         raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}", hints)
-    return f"All {len(cases)} cases match the reference (including size 1)."
+    return _and_random(f"All {len(named)} cases match the reference (including size 1).", random)
 
 
 @_check("decoder_mask")
 def check_decoder_mask(make_decoder_mask: Callable) -> str:
     """Check ``make_decoder_mask(tgt_ids, pad_id) -> (B, 1, T, T)`` bool: causal AND padding of the keys."""
-    cases = [(_IDS[:, :4], 0), (torch.tensor([[4, 5, 9]]), 9), (torch.tensor([[1]]), 0)]
-    for ids, pad_id in cases:
-        inputs = _describe(tgt_ids=ids, pad_id=pad_id)
+    named = [(_IDS[:, :4], 0), (torch.tensor([[4, 5, 9]]), 9), (torch.tensor([[1]]), 0)]
+    random = drawn("check_decoder_mask")
+    for label, (ids, pad_id) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + _describe(tgt_ids=ids, pad_id=pad_id)
         got = _bool_result(_call(make_decoder_mask, ids.clone(), pad_id, inputs=inputs), "The mask", inputs)
         causal, pad = causal_mask(ids.shape[1]), padding_mask(ids, pad_id)
         want = causal & pad  # (B, 1, T, T)
@@ -150,4 +183,6 @@ def check_decoder_mask(make_decoder_mask: Callable) -> str:
             else ("mask = causal_mask(T) & padding_mask(ids, pad_id); check each part with the two checks above.",)
         )
         raise _Fail("The mask differs from the reference.", f"Input: {inputs}\n{_row_diff('mask', got, want)}", hints)
-    return f"All {len(cases)} cases match the reference (another pad_id, a batch of one with length one)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (another pad_id, a batch of one with length one).", random
+    )

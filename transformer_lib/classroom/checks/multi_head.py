@@ -22,6 +22,7 @@ from ...masks import causal_mask
 from .attention import _MASK_IGNORED_HINTS, _SQRT_DK_HINTS, _attention_variant
 from .compare import _close, _describe, _differ, _expect_dtype, _expect_shape, _match, _row_diff, _tensor
 from .core import _call, _check, _Fail, _fixed_seed, _seeded
+from .hidden import _and_random, _keys_mask, _normal, _random_cases, _size, drawn
 from .modules import _set_weights
 from .snapshot import rebuilt_as
 
@@ -38,13 +39,34 @@ _MERGE_HINTS = (
 )
 
 
+@_random_cases("check_split_heads")
+def _random_split(g: torch.Generator) -> list[tuple[str, tuple[Tensor, int]]]:
+    """Two random (B, T, H * D) tensors (float64, then float32) and their number of heads."""
+    cases = []
+    for i, dtype in enumerate((torch.float64, torch.float32)):
+        B, T, H, D = _size(g, 1, 3), _size(g, 1, 5), _size(g, 1, 4), _size(g, 1, 4)
+        cases.append((f"random case {i + 1}", (_normal(g, B, T, H * D, dtype=dtype), H)))
+    return cases
+
+
+@_random_cases("check_merge_heads")
+def _random_merge(g: torch.Generator) -> list[tuple[str, Tensor]]:
+    """Two random (B, H, T, D) tensors (float64, then float32)."""
+    shapes = [(_size(g, 1, 3), _size(g, 1, 4), _size(g, 1, 5), _size(g, 1, 4)) for _ in range(2)]
+    return [
+        (f"random case {i + 1}", _normal(g, *shape, dtype=dtype))
+        for i, (shape, dtype) in enumerate(zip(shapes, (torch.float64, torch.float32), strict=True))
+    ]
+
+
 @_check("split_heads")
 def check_split_heads(split_heads: Callable) -> str:
     """Check ``split_heads(x, n_heads)``: (B, T, C) -> (B, H, T, D) with D = C / H."""
     g = _seeded(1)
-    cases = [(torch.randn(2, 3, 8, generator=g, dtype=torch.float64), 2), (torch.randn(1, 1, 6, generator=g), 3)]
-    for x, H in cases:
-        inputs = _describe(x=x, n_heads=H)
+    named = [(torch.randn(2, 3, 8, generator=g, dtype=torch.float64), 2), (torch.randn(1, 1, 6, generator=g), 3)]
+    random = drawn("check_split_heads")
+    for label, (x, H) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + _describe(x=x, n_heads=H)
         got = _tensor(_call(split_heads, x.clone(), H, inputs=inputs), "The result", inputs)
         B, T, C = x.shape
         want = x.view(B, T, H, C // H).transpose(1, 2)  # (B, H, T, D)
@@ -65,16 +87,19 @@ def check_split_heads(split_heads: Callable) -> str:
             raise _Fail(
                 "The heads differ from the reference.", f"Input: {inputs}\n{_row_diff('result', got, want)}", hints
             )
-    return f"All {len(cases)} cases match the reference (including a batch of one with length one)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (including a batch of one with length one).", random
+    )
 
 
 @_check("merge_heads")
 def check_merge_heads(merge_heads: Callable) -> str:
     """Check ``merge_heads(x)``: (B, H, T, D) -> (B, T, H*D), the inverse of split_heads."""
     g = _seeded(2)
-    cases = [torch.randn(2, 2, 3, 4, generator=g, dtype=torch.float64), torch.randn(1, 3, 1, 2, generator=g)]
-    for x in cases:
-        inputs = _describe(x=x)
+    named = [torch.randn(2, 2, 3, 4, generator=g, dtype=torch.float64), torch.randn(1, 3, 1, 2, generator=g)]
+    random = drawn("check_merge_heads")
+    for label, x in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + _describe(x=x)
         got = _tensor(_call(merge_heads, x.clone(), inputs=inputs), "The result", inputs)
         B, H, T, D = x.shape
         want = x.transpose(1, 2).reshape(B, T, H * D)
@@ -96,7 +121,9 @@ def check_merge_heads(merge_heads: Callable) -> str:
                 f"Input: {inputs}\n{_row_diff('result', got, want)}",
                 hints,
             )
-    return f"All {len(cases)} cases match the reference (including a batch of one with length one)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (including a batch of one with length one).", random
+    )
 
 
 _MHA_ATTRS = ("w_q", "w_k", "w_v", "w_o")
@@ -162,6 +189,21 @@ def _mha_cases() -> list[tuple[str, dict[str, Any]]]:
         ("float32", dict(query=(f := r(2, 3, 16).float()), key=f, value=f, mask=causal_mask(3))),
         ("bfloat16", dict(query=(b := r(2, 3, 16).bfloat16()), key=b, value=b, mask=None)),
     ]
+
+
+@_random_cases("check_multi_head_attention")
+def _random_mha(g: torch.Generator) -> list[tuple[str, dict[str, Any]]]:
+    """Three cases of random lengths (d_model 16): self-attention with a causal mask, cross-attention with a padding
+    mask (float64) and cross-attention without one (float32)."""
+    B, T = _size(g, 1, 3), _size(g, 2, 5)
+    x = _normal(g, B, T, 16)
+    cases: list[tuple[str, dict[str, Any]]] = [("random case 1", dict(query=x, key=x, value=x, mask=causal_mask(T)))]
+    for i, dtype in ((2, torch.float64), (3, torch.float32)):
+        B, T, S = _size(g, 1, 3), _size(g, 1, 5), _size(g, 2, 6)
+        mask = _keys_mask(g, B, S)[:, None, None, :] if i == 2 else None
+        m = _normal(g, B, S, 16, dtype=dtype)
+        cases.append((f"random case {i}", dict(query=_normal(g, B, T, 16, dtype=dtype), key=m, value=m, mask=mask)))
+    return cases
 
 
 def _mha_reference(
@@ -258,7 +300,8 @@ def check_multi_head_attention(cls: Callable) -> str:
     """
     C, H = 16, 4
     module = _built(cls, C, H)
-    cases = _mha_cases()
+    named, random = _mha_cases(), drawn("check_multi_head_attention")
+    cases = named + random
     for label, c in cases:
         query, key, value, mask = c["query"], c["key"], c["value"], c["mask"]
         dtype = query.dtype
@@ -308,7 +351,8 @@ def check_multi_head_attention(cls: Callable) -> str:
         )
         which, got_t, want_t = ("weights", w, ref_w) if not _close(w, ref_w, dtype) else ("output", out, ref_out)
         raise _Fail(_differ(which), f"Input: {inputs}\n{_row_diff(which, got_t, want_t, dtype)}", hints)
-    return (
-        f"All {len(cases)} cases match tl.MultiHeadAttention with the check's weights (self- and cross-attention, "
-        "masks, a batch of one with length one, float64/float32/bfloat16)."
+    return _and_random(
+        f"All {len(named)} cases match tl.MultiHeadAttention with the check's weights (self- and cross-attention, "
+        "masks, a batch of one with length one, float64/float32/bfloat16).",
+        random,
     )

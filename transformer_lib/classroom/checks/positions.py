@@ -10,6 +10,13 @@ from torch import Tensor
 from ...embeddings import sinusoidal_encoding
 from .compare import _TOLERANCES, _close, _expect_shape, _match, _row_diff, _tensor
 from .core import _call, _check, _Fail
+from .hidden import _and_random, _random_cases, _size, drawn
+
+
+@_random_cases("check_positional_encoding")
+def _random_sizes(g: torch.Generator) -> list[tuple[str, tuple[int, int]]]:
+    """Two tables of random size: up to 64 positions, an even width up to 64."""
+    return [(f"random case {i + 1}", (_size(g, 1, 64), 2 * _size(g, 1, 32))) for i in range(2)]
 
 
 def _pe_variant(max_len: int, d_model: int, *, swap: bool = False, start: int = 0, exponent: str = "pair") -> Tensor:
@@ -28,9 +35,9 @@ def _pe_variant(max_len: int, d_model: int, *, swap: bool = False, start: int = 
 def check_positional_encoding(positional_encoding: Callable) -> str:
     """Check ``positional_encoding(max_len, d_model) -> (max_len, d_model)`` against
     :func:`~transformer_lib.embeddings.sinusoidal_encoding` (sin in even columns, cos in odd ones)."""
-    cases = [(6, 8), (1, 2), (50, 16)]
-    for max_len, d_model in cases:
-        inputs = f"max_len = {max_len}, d_model = {d_model}"
+    named, random = [(6, 8), (1, 2), (50, 16)], drawn("check_positional_encoding")
+    for label, (max_len, d_model) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + f"max_len = {max_len}, d_model = {d_model}"
         got = _tensor(_call(positional_encoding, max_len, d_model, inputs=inputs), "The encoding", inputs)
         want = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)
         if not got.is_floating_point():
@@ -100,4 +107,6 @@ def check_positional_encoding(positional_encoding: Callable) -> str:
             f"Input: {inputs}\n{_row_diff('pe', got, want, tolerance)}",
             hints,
         )
-    return f"All {len(cases)} cases match the reference (including max_len = 1 and a longer table)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (including max_len = 1 and a longer table).", random
+    )

@@ -33,6 +33,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from .core import _CHECKS, _REPLAYS, CheckResult, _Fail, _Outcome, _tape, grade_exercise
+from .hidden import handing, read_handed
 from .snapshot import _DTYPES, _MAX_DEPTH, _VIEW, MAX_RECORDING_CHARS, RecordingError, _Decoder, _encode, _need, _Opaque
 
 __all__ = ["RecordingError", "record_exercise", "replay_exercise", "last_recorded_value", "MAX_RECORDING_CHARS"]
@@ -187,19 +188,28 @@ def _using(tape: _Tape) -> Iterator[None]:
 
 
 def record_exercise(
-    check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...], time_limit: float
+    check_name: str,
+    namespace: dict[str, Any],
+    names: list[str] | tuple[str, ...],
+    time_limit: float,
+    cases: str | None = None,
 ) -> str:
     """In the kernel: run ``check_name`` on ``names`` of ``namespace``, recording what the learner's code returned.
-    Returns the recording as one line of JSON (the kernel's verdict is not part of it)."""
-    return _record(check_name, namespace, names, time_limit)[1]
+    ``cases``: the check's random cases as the grader handed them in (:func:`~.hidden.hand_in`; None: the public
+    ones). Returns the recording as one line of JSON (the kernel's verdict is not part of it)."""
+    return _record(check_name, namespace, names, time_limit, cases)[1]
 
 
 def _record(
-    check_name: str, namespace: dict[str, Any], names: list[str] | tuple[str, ...], time_limit: float
+    check_name: str,
+    namespace: dict[str, Any],
+    names: list[str] | tuple[str, ...],
+    time_limit: float,
+    cases: str | None = None,
 ) -> tuple[CheckResult, str]:
     """The live result (what a notebook shows) and the recording."""
     tape = _Tape(replaying=False)
-    with _using(tape):
+    with _using(tape), handing(check_name, None if cases is None else read_handed(cases)):
         result = grade_exercise(check_name, namespace, names, time_limit)
     missing = [n for n in names if n not in namespace]
     text = json.dumps(
@@ -228,9 +238,10 @@ def _reject(constant: str) -> Any:
 
 
 def replay_exercise(
-    check_name: str, names: list[str] | tuple[str, ...], recording: str, time_limit: float
+    check_name: str, names: list[str] | tuple[str, ...], recording: str, time_limit: float, cases: str | None = None
 ) -> CheckResult:
-    """In the grader: the result of ``check_name``, computed here from the kernel's ``recording``.
+    """In the grader: the result of ``check_name``, computed here from the kernel's ``recording``; ``cases`` are the
+    random cases the kernel was handed (:func:`~.hidden.hand_in`; None: the public ones).
 
     Raises :class:`RecordingError` if the recording is malformed; a recording that does not match the check's calls
     gives a failed result that says so.
@@ -253,7 +264,7 @@ def replay_exercise(
         return grade_exercise(check_name, {}, names, time_limit)
     namespace = {n: type(n, (_Opaque,), {})() for n in names if n not in missing}
     tape = _Tape(replaying=True, calls=calls)
-    with _using(tape):
+    with _using(tape), handing(check_name, None if cases is None else read_handed(cases)):
         result = grade_exercise(check_name, namespace, names, time_limit)
     # a recording may hold more calls than a failing replay makes: in the kernel, where the references of the
     # assignment are stubs (transformer_lib.classroom.stubs), the check cannot see the answer is wrong and goes on

@@ -11,6 +11,7 @@ from torch import Tensor
 from ...tokenization import BOS_ID, EOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab
 from .compare import _expect_shape, _row_diff, _tensor
 from .core import _call, _check, _Fail
+from .hidden import _and_random, _random_cases, _size, drawn
 
 _CORPUS = ["the cat sat on the mat", "the dog sat"]
 
@@ -32,6 +33,46 @@ _CORPUS_VOCAB = {
 }
 
 
+_WORDS = "the a cat dog sat ran on under mat rug big red old new sun and".split()
+
+
+def _random_text(g: torch.Generator, words: list[str], low: int, high: int) -> str:
+    return " ".join(words[int(i)] for i in torch.randint(0, len(words), (_size(g, low, high),), generator=g))
+
+
+@_random_cases("check_build_vocab")
+def _random_corpora(g: torch.Generator) -> list[tuple[str, tuple[list[str], int]]]:
+    """Two corpora of 1-5 random sentences of random words, min_freq 1-3."""
+    return [
+        (f"random case {i + 1}", ([_random_text(g, _WORDS, 1, 8) for _ in range(_size(g, 1, 5))], _size(g, 1, 3)))
+        for i in range(2)
+    ]
+
+
+@_random_cases("check_encode")
+def _random_encodings(g: torch.Generator) -> list[tuple[str, tuple[str, dict[str, int], bool]]]:
+    """Three texts, each with a vocabulary of random words in random order (the specials first), some words of the
+    text left out of it (they become <unk>)."""
+    cases = []
+    for i in range(3):
+        order = torch.randperm(len(_WORDS), generator=g).tolist()
+        known = [_WORDS[j] for j in order[: _size(g, 3, len(_WORDS))]]
+        vocab = {t: j for j, t in enumerate([*SPECIAL_TOKENS, *known])}
+        cases.append((f"random case {i + 1}", (_random_text(g, _WORDS, 0, 8), vocab, bool(i % 2 == 0))))
+    return cases
+
+
+@_random_cases("check_pad_sequences")
+def _random_batches(g: torch.Generator) -> list[tuple[str, tuple[list[list[int]], int]]]:
+    """Two batches of 1-4 sequences of random ids and lengths 0-7 (one at least 1), a random pad id."""
+    cases = []
+    for i in range(2):
+        seqs = [torch.randint(4, 50, (_size(g, 0, 7),), generator=g).tolist() for _ in range(_size(g, 1, 4))]
+        seqs[0] = seqs[0] or [4]
+        cases.append((f"random case {i + 1}", (seqs, _size(g, 0, 3))))
+    return cases
+
+
 def _reference_vocab(texts: list[str], min_freq: int = 1) -> dict[str, int]:
     tokens = Vocab.build([t.split() for t in texts], min_freq=min_freq).tokens
     return {t: i for i, t in enumerate(tokens)}
@@ -46,9 +87,9 @@ def _reference_ids(text: str, vocab: dict[str, int], add_special_tokens: bool) -
 def check_build_vocab(build_vocab: Callable) -> str:
     """Check ``build_vocab(texts, min_freq=1) -> dict[str, int]``: the special tokens at ids 0-3, then the
     whitespace-separated words seen at least ``min_freq`` times, most frequent first, ties alphabetical."""
-    cases = [(_CORPUS, 1), (_CORPUS, 2), (["hello"], 1)]
-    for texts, min_freq in cases:
-        inputs = f"texts = {texts!r}, min_freq = {min_freq}"
+    named, random = [(_CORPUS, 1), (_CORPUS, 2), (["hello"], 1)], drawn("check_build_vocab")
+    for label, (texts, min_freq) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + f"texts = {texts!r}, min_freq = {min_freq}"
         got = _call(build_vocab, list(texts), min_freq=min_freq, inputs=inputs)
         want = _reference_vocab(texts, min_freq)
         if isinstance(got, (list, tuple)):
@@ -102,22 +143,23 @@ def check_build_vocab(build_vocab: Callable) -> str:
                 "key=lambda w: (-counts[w], w).",
             )
         raise _Fail("The vocabulary differs from the reference.", details, hints)
-    return f"All {len(cases)} cases match the reference (min_freq 1 and 2, a one-word corpus)."
+    return _and_random(f"All {len(named)} cases match the reference (min_freq 1 and 2, a one-word corpus).", random)
 
 
 @_check("encode")
 def check_encode(encode: Callable) -> str:
     """Check ``encode(text, vocab, add_special_tokens=True) -> list[int]`` against the library's Vocab."""
-    vocab = _CORPUS_VOCAB
-    cases = [("the cat sat", True), ("the dog sat on a mat", True), ("the cat", False), ("", True)]
+    named = [("the cat sat", _CORPUS_VOCAB, True), ("the dog sat on a mat", _CORPUS_VOCAB, True)]
+    named += [("the cat", _CORPUS_VOCAB, False), ("", _CORPUS_VOCAB, True)]
+    random = drawn("check_encode")
     unk_hints = {
         KeyError: (
             "A word that is not in the vocabulary must become <unk> (id 3), not a KeyError.",
             "Look words up with vocab.get(word, vocab['<unk>']).",
         )
     }
-    for text, special in cases:
-        inputs = f"text = {text!r}, add_special_tokens = {special}, vocab = {vocab}"
+    for label, (text, vocab, special) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + f"text = {text!r}, add_special_tokens = {special}, vocab = {vocab}"
         got = _call(encode, text, dict(vocab), add_special_tokens=special, inputs=inputs, on_error=unk_hints)
         if isinstance(got, Tensor):
             got = got.tolist()
@@ -137,15 +179,18 @@ def check_encode(encode: Callable) -> str:
             else:
                 hints = ("Split the text with text.split() and look up each word in vocab.",)
             raise _Fail("The ids differ from the reference.", details, hints)
-    return f"All {len(cases)} cases match the reference (special tokens on/off, an unknown word, empty text)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (special tokens on/off, an unknown word, empty text).", random
+    )
 
 
 @_check("pad_sequences")
 def check_pad_sequences(pad_sequences: Callable) -> str:
     """Check ``pad_sequences(seqs, pad_id=0) -> (B, T) int64 tensor``, right-padded to the longest sequence."""
-    cases = [([[5, 6, 7, 8], [8], [9, 10]], 0), ([[4, 5], [6]], 9), ([[4]], 0), ([[4, 5], []], 0)]
-    for seqs, pad_id in cases:
-        inputs = f"seqs = {seqs}, pad_id = {pad_id}"
+    named = [([[5, 6, 7, 8], [8], [9, 10]], 0), ([[4, 5], [6]], 9), ([[4]], 0), ([[4, 5], []], 0)]
+    random = drawn("check_pad_sequences")
+    for label, (seqs, pad_id) in [("", c) for c in named] + random:
+        inputs = (f"{label}: " if label else "") + f"seqs = {seqs}, pad_id = {pad_id}"
         got = _tensor(_call(pad_sequences, [list(s) for s in seqs], pad_id=pad_id, inputs=inputs), "The result", inputs)
         T = max(len(s) for s in seqs)
         want = torch.tensor([s + [pad_id] * (T - len(s)) for s in seqs], dtype=torch.long)
@@ -180,4 +225,6 @@ def check_pad_sequences(pad_sequences: Callable) -> str:
                 f"Input: {inputs}\n{_row_diff('batch', got, want)}",
                 hints,
             )
-    return f"All {len(cases)} cases match the reference (another pad_id, a batch of one, an empty sequence)."
+    return _and_random(
+        f"All {len(named)} cases match the reference (another pad_id, a batch of one, an empty sequence).", random
+    )

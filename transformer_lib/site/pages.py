@@ -52,6 +52,9 @@ _HIDDEN_CONTENT = ' aria-label="Toggle hidden content"'  # myst-nb's folded cell
 _MODE_ICON = re.compile(r'(<i class="theme-switch [^"]*" data-mode="\w+"\s*) title="([^"]*)"')
 
 
+_SCRIPT = re.compile(r"(<script\b.*?</script>)", re.S | re.I)
+
+
 def accessible_page(html_text: str, sections_of: str = SECTIONS_OF) -> str:
     """A built page's HTML with what assistive technology needs before any script runs: each sidebar toggle (a
     ``<summary>`` that shows only an icon) named after the chapter it opens (``sections_of``, with ``{chapter}``: the
@@ -69,6 +72,8 @@ def accessible_page(html_text: str, sections_of: str = SECTIONS_OF) -> str:
     '<a class="reference internal" href="a">6. 多头</a><details><summary aria-label="展开6. 多头的小节">'
     >>> accessible_page('<pre>x</pre><pre tabindex="0">y</pre>')
     '<pre tabindex="0">x</pre><pre tabindex="0">y</pre>'
+    >>> accessible_page('<script type="application/json">{"html": "<pre>x</pre>"}</script><pre>y</pre>')
+    '<script type="application/json">{"html": "<pre>x</pre>"}</script><pre tabindex="0">y</pre>'
     >>> accessible_page('<summary aria-label="Toggle hidden content">')
     '<summary>'
     >>> accessible_page('<i class="theme-switch a" data-mode="dark" title="Dark">')
@@ -81,7 +86,13 @@ def accessible_page(html_text: str, sections_of: str = SECTIONS_OF) -> str:
     html_text = _SEARCH_BUTTON.sub(r"\1", _NAV_TOGGLE.sub(named, html_text))  # named by what it shows: Search Ctrl+K
     html_text = html_text.replace("<summary" + _HIDDEN_CONTENT + ">", "<summary>")
     html_text = _MODE_ICON.sub(r'\1 data-tl-name="\2" aria-hidden="true"', html_text)
-    return re.sub(r"<pre(?=[\s>])(?![^>]*tabindex)", '<pre tabindex="0"', html_text)
+    # outside <script> only: a "<pre>" inside a script's JSON (a widget's saved state, a figure's HTML) is data, and
+    # the quotes of tabindex="0" broke that JSON
+    parts = _SCRIPT.split(html_text)
+    return "".join(
+        part if part.startswith("<script") else re.sub(r"<pre(?=[\s>])(?![^>]*tabindex)", '<pre tabindex="0"', part)
+        for part in parts
+    )
 
 
 def setup(app: Any) -> dict[str, Any]:

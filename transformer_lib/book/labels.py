@@ -164,6 +164,32 @@ def _categories(values: Any, lang: str) -> Any:
     return translated if all(t != v for t, v in zip(translated, values, strict=True)) else values
 
 
+def _leaves(node: Any) -> set[str]:
+    if isinstance(node, str):
+        return {node}
+    return set().union(*(_leaves(n) for n in node)) if isinstance(node, list) else set()
+
+
+def _customdata(values: Any, lang: str) -> Any:
+    """A heatmap's hover labels (``customdata``: each cell's row and column names) in ``lang``, by the rule of
+    :func:`_categories`: only when every name in them translates, so that tokens stay as the model saw them.
+
+    >>> _customdata([[["layer 1", "head 2"]]], "zh")
+    [[['第 1 层', '头 2']]]
+    >>> _customdata([[["it", "animal"]]], "zh")
+    [[['it', 'animal']]]
+    """
+    names = _leaves(values)
+    shown = {n: translate(n, lang) for n in names}
+    if not names or any(shown[n] == n for n in names):
+        return values
+
+    def swap(node: Any) -> Any:
+        return shown[node] if isinstance(node, str) else [swap(n) for n in node] if isinstance(node, list) else node
+
+    return swap(values)
+
+
 def _trace(trace: Any, lang: str) -> Any:
     """A trace with its name, hover template and category names in ``lang`` (its numbers and tokens as they are)."""
     if not isinstance(trace, dict):
@@ -176,6 +202,8 @@ def _trace(trace: Any, lang: str) -> Any:
     for key in ("x", "y", "text"):
         if key in trace:
             out[key] = _categories(trace[key], lang)
+    if "customdata" in trace:
+        out["customdata"] = _customdata(trace["customdata"], lang)
     return out
 
 

@@ -194,10 +194,11 @@ def test_a_swapped_sourced_or_forged_reference_fails_and_is_flagged(attacked, st
 @pytest.mark.slow
 @needs_bwrap
 def test_pytorchs_operator_registry_is_flagged(attacked):
-    """attention answered by torch.ops.aten._scaled_dot_product_attention_math (output and weights): PyTorch stays in
-    the room, so its numbers pass; before, 3 of 3 points with no flag at all, now the teacher is told."""
+    """attention answered by torch.ops.aten._scaled_dot_product_attention_math (output and weights): 3 of 3 points with
+    no flag at all at first; then flagged; now the operator is a stub in assignment 3's kernel (stubs.TORCH_REMOVED),
+    so it earns nothing, and the teacher is still told."""
     g = attacked[0]["x_aten"]
-    assert _passed(g) == [True]
+    assert _passed(g) == [False], [(r.exercise, r.passed, r.message) for r in g.results]
     assert any(f.startswith("uses PyTorch's torch.ops.aten._scaled_dot_product_attention_math") for f in _flags(g)), (
         _flags(g)
     )

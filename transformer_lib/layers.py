@@ -57,7 +57,9 @@ class FeedForward(nn.Module):
 class Residual(nn.Module):
     """The residual + LayerNorm rule around one sub-layer, post-LN (paper) or pre-LN (``norm_first=True``).
 
-    Use it in two halves around the sub-layer: ``h = res.pre(x)``, ``h = sublayer(h)``, ``x = res.post(x, h)``.
+    ``res(x, sublayer)`` runs an attention sub-layer, which returns ``(output, weights)``, inside the rule and hands
+    its weights back, as the Annotated Transformer's ``SublayerConnection`` does; a sub-layer that returns one tensor
+    (feed-forward) is wrapped by the two halves, ``res.post(x, sublayer(res.pre(x)))``.
     """
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float = 1e-5, bias: bool = True):
@@ -73,6 +75,12 @@ class Residual(nn.Module):
         if self.norm_first:
             return x + self.dropout(h)  # the residual stream itself is never normalised
         return self.norm(x + self.dropout(h))  # §3.1: LayerNorm(x + Sublayer(x))
+
+    def forward(
+        self, x: Tensor, sublayer: Callable[[Tensor], tuple[Tensor, Tensor | None]]
+    ) -> tuple[Tensor, Tensor | None]:
+        h, weights = sublayer(self.pre(x))
+        return self.post(x, h), weights
 
 
 def _check_layer_args(d_model: int, dropout: float) -> None:
@@ -112,10 +120,8 @@ class EncoderLayer(nn.Module):
     def forward(
         self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        h = self.attn_res.pre(x)
-        h, weights = self.self_attn(h, h, h, mask, need_weights)
-        x = self.attn_res.post(x, h)
-        x = self.ff_res.post(x, self.ff(self.ff_res.pre(x)))
+        x, weights = self.attn_res(x, lambda h: self.self_attn(h, h, h, mask, need_weights))  # self-attention
+        x = self.ff_res.post(x, self.ff(self.ff_res.pre(x)))  # position-wise feed-forward (§3.3)
         return x, weights
 
 
@@ -167,15 +173,11 @@ class DecoderLayer(nn.Module):
         cache: LayerCache | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         self_cache, cross_cache = _layer_caches(cache)  # chapter 7b's KV caches, or None
-        h = self.self_res.pre(y)
-        h, self_w = self.self_attn(h, h, h, self_mask, need_weights, self_cache)  # masked self-attention (§3.2.3)
-        y = self.self_res.post(y, h)
+        y, self_w = self.self_res(y, lambda h: self.self_attn(h, h, h, self_mask, need_weights, self_cache))
         cross_w = None
         if self.cross_attn is not None and self.cross_res is not None:  # a GPT-style block has no cross-attention
-            memory = _encoder_output(memory)
-            h = self.cross_res.pre(y)
-            h, cross_w = self.cross_attn(h, memory, memory, cross_mask, need_weights, cross_cache)  # K, V: encoder's
-            y = self.cross_res.post(y, h)
+            m = _encoder_output(memory)  # M, the encoder's output: the keys and values of cross-attention (§3.2.3)
+            y, cross_w = self.cross_res(y, lambda h: self.cross_attn(h, m, m, cross_mask, need_weights, cross_cache))
         y = self.ff_res.post(y, self.ff(self.ff_res.pre(y)))  # position-wise feed-forward (§3.3)
         return y, self_w, cross_w
 

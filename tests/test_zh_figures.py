@@ -31,7 +31,7 @@ import transformer_lib as tl
 from transformer_lib.book import attention_diagrams as ad
 from transformer_lib.book import diagrams, viz
 from transformer_lib.book import flow_diagrams as fd
-from transformer_lib.book.labels import QUOTE, catalog, translate_figure
+from transformer_lib.book.labels import QUOTE, catalog, translate, translate_figure
 from transformer_lib.book.pretrained import attention_explorer_html
 
 ZH_SITE = Path(__file__).resolve().parents[1] / "_build" / "html" / "zh"
@@ -364,6 +364,64 @@ def test_the_tables_the_prose_reads_have_chinese_headers() -> None:
     assert "True" in translate_table_html(tables[2].to_html(), "zh")
     planted = "<table><tr><th>held-out accuracy</th></tr></table>"
     assert translate_table_html(planted, "zh") == planted  # a header not in the catalog stays English: the test sees it
+
+
+# A table header may keep in Latin letters what a figure label may (ALLOWED), except "max" and "min" as words (the
+# catalog writes 最大), and: code (anything in <code>, a dotted name such as finfo.min, a class name such as
+# EncoderLayer), a subword token (p(▁grande)), a name with two capitals (NaN, PCIe, RTX 4090, TFLOP/s) and these
+# names. A header that is one bare word the catalog does not know is data, as a figure's tick labels are: a token of
+# chapter 4's sentence ("animal"), the sentence's variant ("tired").
+_HEADER_ALLOWED = (ALLOWED - {"max", "min"}) | {"Python", "sacrebleu", "torch", "var"}  # var: a column's code name
+_HEADER_CODE = re.compile(r"\b\w+(?:\.\w+)+\b|\b[A-Z][a-z\d]+(?:[A-Z][a-z\d]*)+\b|\b\w*[A-Z]\w*[A-Z]\w*|▁\w+")
+_TH = re.compile(r"<th\b[^>]*>(.*?)</th>", re.S)
+
+
+def header_words(header: str) -> list[str]:
+    """The English words that a table header (the HTML inside its <th>) shows a reader of the Chinese site.
+
+    >>> header_words("max |finfo.min - (-inf)|"), header_words("|finfo.min - (-inf)| 的最大值")
+    (['max'], [])
+    >>> header_words("加上位置编码后的 EncoderLayer"), header_words("animal"), header_words("p(▁grande)")
+    ([], [], [])
+    """
+    import html
+
+    text = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<code\b.*?</code>", " ", header, flags=re.S))).strip()
+    if re.fullmatch(r"[A-Za-z']+", text) and translate(text, "zh") == text:
+        return []  # one bare word that no label of the catalog is: a token or a name
+    text = _HEADER_CODE.sub(" ", text)
+    return [w for w in english_words(text) if w not in _HEADER_ALLOWED] + re.findall(r"\b(?:max|min)\b(?!\()", text)
+
+
+def table_header_problems(page: str) -> list[str]:
+    """Each header of each table on a built page (pandas' tables and the prose's) that shows an English word."""
+    headers = [th for table in re.findall(r"<table\b.*?</table>", page, flags=re.S) for th in _TH.findall(table)]
+    return [f"{' '.join(h.split())[:120]!r} ({', '.join(header_words(h))})" for h in headers if header_words(h)]
+
+
+def test_an_english_table_header_is_found() -> None:
+    """The check itself, on chapter 5's table as pandas writes it: a header left English is reported, code is not."""
+    import pandas as pd
+
+    from transformer_lib.book.labels import translate_table_html
+
+    rows = ["finfo.min", "max |finfo.min - (-inf)|", "finfo.min + finfo.min", "NaN rows"]
+    table = pd.DataFrame({"float16": [1.0] * len(rows)}, index=rows).to_html()
+    assert table_header_problems(translate_table_html(table, "zh")) == []
+    assert table_header_problems(table) == ["'max |finfo.min - (-inf)|' (max)", "'NaN rows' (rows)"]
+    assert header_words("BLEU（sacrebleu）") == header_words("H100 PCIe") == header_words("训练 本书/torch") == []
+    planted = table.replace("float16", "held-out accuracy")
+    assert table_header_problems(translate_table_html(planted, "zh")) == ["'held-out accuracy' (held, out, accuracy)"]
+
+
+@pytest.mark.browser
+def test_the_built_chinese_site_shows_no_english_in_its_table_headers() -> None:
+    """Every header of every table on every Chinese page, pandas' and the prose's (run after the build)."""
+    if not (ZH_SITE / "index.html").exists():
+        pytest.skip(f"no built Chinese site in {ZH_SITE}: run scripts/i18n.py build first")
+    pages = sorted(ZH_SITE.rglob("*.html"))
+    problems = [f"{p.relative_to(ZH_SITE)}: {h}" for p in pages for h in table_header_problems(p.read_text("utf-8"))]
+    assert not problems, f"{len(problems)} English table headers on the Chinese site:\n" + "\n".join(problems[:60])
 
 
 def test_a_chinese_axis_writes_whole_numbers_not_si_suffixes() -> None:

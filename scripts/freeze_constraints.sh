@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Rewrite constraints.txt from the working environment, set up with every extra (bash scripts/setup_env.sh): every
-# installed package at its exact version, except torch (pyproject.toml keeps it a range so that an existing torch is
-# kept) and this project itself. Run after changing the dependencies or extras in pyproject.toml and checking that
-# the book builds and the tests pass.
+# installed package at its exact version (setuptools and wheel too), except torch (pyproject.toml keeps it a range so
+# that an existing torch is kept), pip and this project itself. Run after changing the dependencies or extras in
+# pyproject.toml and checking that the book builds and the tests pass.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Pins held below what .venv has: the newer release needs a newer Python than pyproject.toml's requires-python
 # (soupsieve 3.0 and later ask for 3.11.5; Debian 12's Python is 3.11.2). tests/test_extras.py finds any new one.
 OLDEST_PYTHON_PINS="soupsieve==2.10"
-frozen="$("$root/.venv/bin/python" -m pip freeze --exclude-editable \
-    | grep -viE '^(torch|transformer[-_]lib)([=@ ]|$)' | grep -v '^-e ')"
+# --all: setuptools and wheel too, which torch, nbgrader and sphinx-togglebutton require (uv, which installs them,
+# would otherwise take the newest); pip itself is the environment's, not a requirement
+frozen="$("$root/.venv/bin/python" -m pip freeze --all --exclude-editable \
+    | grep -viE '^(torch|transformer[-_]lib|pip)([=@ ]|$)' | grep -v '^-e ')"
 for pin in $OLDEST_PYTHON_PINS; do
     frozen="$(echo "$frozen" | sed -E "s/^${pin%%==*}==.*/$pin/I")"
 done

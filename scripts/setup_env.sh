@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Shared set-up for the build and test commands: create .venv if missing and install into it torch, then this
-# project in editable mode with the extras asked for (pyproject.toml), pinned by constraints.txt.
+# Shared set-up for the build and test commands: create .venv if missing and install into it torch (with pip), then
+# this project in editable mode with the extras asked for (pyproject.toml), pinned by constraints.txt (with uv).
 # Needs only Python >= 3.11 with pip and venv (and gcc for any package without a wheel). A second run with
 # unchanged requirements returns at once; an environment set up with [all] serves every command.
 #   bash scripts/setup_env.sh          every extra, [all]: what the tests and CI need (scripts/test_all.sh)
@@ -39,15 +39,25 @@ if [ -f "$stamp" ] && { [ "$(cat "$stamp")" = "$wanted $extras" ] || [ "$(cat "$
     exit 0  # already set up for these requirements
 fi
 
-# torch first and on its own: pyproject.toml only asks for torch>=2.2, which an installed torch satisfies.
-# With none installed, pick 2.13.0 explicitly (on the project's machines pip finds its CPU wheel locally; a
-# bare "torch" would pull the newest CUDA build, several GB).
-if ! "$py" -c "import torch" 2>/dev/null; then
+# torch first and on its own, with pip and without its dependencies (they come with the rest, pinned):
+# pyproject.toml only asks for torch>=2.2, which an installed torch satisfies. With none installed, pick 2.13.0
+# explicitly: on the project's machines pip's own configuration finds its CPU wheel on disk (a bare "torch", or any
+# installer that does not read pip's configuration, would fetch the newest CUDA build, several GB).
+if ! "$py" -c "import importlib.metadata as m; m.version('torch')" 2>/dev/null; then
     echo "setup: installing torch ${TORCH_VERSION:-2.13.0}"
-    "$py" -m pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==${TORCH_VERSION:-2.13.0}"
+    "$py" -m pip install --no-deps ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==${TORCH_VERSION:-2.13.0}"
 fi
-echo "setup: installing transformer_lib (editable) with its [$extras] extra, pinned by constraints.txt"
-"$py" -m pip install -c constraints.txt -e ".[$extras]"
+# Everything else with uv (itself pinned in constraints.txt, installed by pip into the environment): it downloads
+# and installs in parallel and compiles no bytecode ahead of the first import. torch is held at the version just
+# installed (a second constraints file), so that uv keeps that build or fails; it never fetches another one.
+if ! "$venv/bin/uv" --version >/dev/null 2>&1; then
+    "$py" -m pip install -q -c constraints.txt uv
+fi
+torch_pin="$(mktemp)"
+trap 'rm -f "$torch_pin"' EXIT
+"$py" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > "$torch_pin"
+echo "setup: installing transformer_lib (editable) with its [$extras] extra, pinned by constraints.txt ($(cat "$torch_pin") kept)"
+"$venv/bin/uv" pip install --python "$py" -c constraints.txt -c "$torch_pin" -e ".[$extras]"
 # Register this environment's Python as the "python3" kernel that the notebooks name, so that Jupyter Book,
 # nbval and jupyter lab run them here even if the user has another python3 kernel installed.
 "$py" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null

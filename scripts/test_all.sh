@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Run every test, each notebook executed once: lint (ruff, mypy, import-linter); unit tests and doctests; every
-# notebook under nbval (times reported; one over 3 x 90 s fails), which keeps what it executed for the build; the
-# site built from those executed pages; every page opened in JupyterLab; the built site checked in headless Chromium
+# Run every test, each notebook executed once: lint (ruff, mypy, import-linter); every notebook under nbval (times
+# reported; one over 3 x 90 s fails), which keeps what it executed for the build; unit tests and doctests, those that
+# read what the pages printed among them; the site built from those executed pages; every page opened in JupyterLab; the built site checked in headless Chromium
 # (skipped, with a message, when /usr/bin/chromium is missing). Every stage runs; the exit status is non-zero if any
 # stage failed. The pages run, and the site is built, in the reader's install alone: a second environment,
 # .venv-reader, with [book] and nothing else (its kernel runs the notebooks that nbval drives from .venv, and its
@@ -66,9 +66,7 @@ if [ "${1:-}" = "--fast" ]; then
     exit 0
 fi
 # the reader's install: [book] alone, in its own environment (a second run with unchanged requirements takes a second).
-# pip keeps one core busy (measured: 132 s of CPU; 135 s of wall time alone on an idle machine, the other core idle
-# all along), so it runs beside lint and the unit tests, which need only .venv: it takes the core they leave idle
-# (lint, the last file on one worker) and shares the rest; the notebook stage, the first to use it, waits for it.
+# It runs beside lint, which needs only .venv and one core; the notebook stage, the first to use it, waits for it.
 reader=.venv-reader
 reader_install() {  # [book] into .venv-reader, and its Python as the kernel "reader", which exists nowhere else
     VENV="$reader" bash scripts/setup_env.sh book &&
@@ -76,10 +74,8 @@ reader_install() {  # [book] into .venv-reader, and its Python as the kernel "re
 }
 background "reader's install" reader_install
 stage "lint" bash scripts/lint.sh
-# files in the order tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first
-stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab and not executed" \
-    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=10
-# every notebook, two at a time; book/conftest.py keeps each page as it ran (_build/.executed) for the build. With
+# every notebook, two at a time; book/conftest.py (and assignments/conftest.py, for the solutions) keeps each page as
+# it ran (_build/.executed) for the build, the tests that read what the pages printed, and the teacher's book. With
 # torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
 # each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway.
 # The kernel is the reader's install's ("reader", found through JUPYTER_PATH; without it the stage fails rather than
@@ -88,9 +84,12 @@ joined "reader's install"
 rm -rf _build/.executed
 stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyter" $py -m pytest --nbval-lax \
     --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
-# every solution, and every section of prose, states the numbers its cells printed, read from the pages the notebook
-# stage kept
-stage "stated numbers" $py -m pytest $(marked executed) -m executed -p no:cacheprovider -q
+# the unit tests and doctests, after the notebooks: among them the tests marked executed (every solution, and every
+# section of prose, states the numbers its cells printed, read from the pages the notebook stage kept), and the
+# teacher's book, which takes the pages the notebook stage ran instead of running them again. Files in the order
+# tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first.
+stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
+    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=10
 # the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build),
 # built by the reader's install
 stage "build" env VENV="$reader" bash scripts/build_book.sh

@@ -119,6 +119,40 @@ def test_every_package_an_extra_names_is_pinned_in_constraints():
     assert named - pinned - {"transformer-lib", "torch"} == set()
 
 
+def _pulled_in(project: str, extra: str) -> set[str]:
+    """Every project that ``project[extra]`` needs, by the installed packages' own metadata (markers evaluated here)."""
+    from packaging.requirements import Requirement
+
+    seen: set[tuple[str, str]] = set()
+    todo = [(project, ""), (project, extra)]
+    while todo:
+        name, wanted = todo.pop()
+        if (name, wanted) in seen:
+            continue
+        seen.add((name, wanted))
+        for line in importlib.metadata.requires(name) or []:
+            req = Requirement(line)
+            if req.marker.evaluate({"extra": wanted}) if req.marker else not wanted:
+                todo += [(_name(req.name), ""), *((_name(req.name), e) for e in req.extras)]
+    return {name for name, _ in seen}
+
+
+def test_the_environment_holds_the_pinned_versions_and_nothing_else():
+    """scripts/setup_env.sh installs torch with pip and everything else with uv: every package that [all] pulls in is
+    pinned in constraints.txt and installed at that version, torch (a range, kept as installed) excepted."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and line[0].isalnum():
+            name, _, version = line.partition("==")
+            pins[_name(name)] = version.split(";")[0].strip()
+    needed = _pulled_in("transformer-lib", "all") - {"transformer-lib", "torch"}
+    assert len(needed) > 100 and {"jupyter-book", "nbgrader", "uv"} <= set(pins), (len(needed), sorted(pins)[:5])
+    unpinned = sorted(needed - set(pins))
+    assert not unpinned, f"installed for [all] but not pinned in constraints.txt: {unpinned}"
+    wrong = {n: (importlib.metadata.version(n), pins[n]) for n in needed if importlib.metadata.version(n) != pins[n]}
+    assert not wrong, f"installed version differs from constraints.txt's pin (installed, pinned): {wrong}"
+
+
 def test_every_pinned_version_installs_on_the_oldest_python_the_project_accepts():
     """constraints.txt pins what the working environment holds; a pin whose wheel asks for a newer Python than
     pyproject.toml's floor stops the reader's install there (soupsieve 4.1.2 needs 3.11.5: on Debian 12's Python

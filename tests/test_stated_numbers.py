@@ -17,7 +17,7 @@ notebooks in JupyterLab, has no ``glue`` role and shows a glued number as its ke
 
 The executed notebooks come, in this order, from a folder named by ``STATED_NUMBERS_EXECUTED`` (a copy counts only
 if its code is the notebook's), from the notebook stage's copies in ``_build/.executed`` (book/conftest.py keeps
-them; ``scripts/test_all.sh`` runs this test right after that stage, marked ``executed``), from the build's
+them; ``scripts/test_all.sh`` runs this test after that stage, with the unit tests), from the build's
 jupyter-cache when it holds the current notebook, or from running the notebook here (slow: about a minute each).
 """
 

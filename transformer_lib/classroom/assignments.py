@@ -229,6 +229,20 @@ def _limit_to_assignments(dest: Path) -> None:
     toc_path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
 
 
+def _seed_executed(dest: Path, root: Path) -> None:
+    """Give the copy the pages that the notebook test (nbval) executed in the repository, ``root/_build/.executed``:
+    the book's pages where they are, and each solution, run in ``assignments/``, where the copy puts it,
+    ``book/assignments/``. The copy's build takes a page from there only when its fingerprint (the page's bytes and
+    the source of the modules it imports) is the page's in the copy (``scripts/execute_notebooks.py``), so a
+    solution from another folder (``solutions``), or a page changed since the test ran, runs again."""
+    executed = root / "_build" / ".executed"
+    if (executed / "book").is_dir():
+        shutil.copytree(executed / "book", dest / "_build" / ".executed" / "book", dirs_exist_ok=True)
+    for kept in sorted((executed / "assignments").glob("[0-9][0-9]_*.ipynb")):
+        (dest / "_build" / ".executed" / "book" / "assignments").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(kept, dest / "_build" / ".executed" / "book" / "assignments" / kept.name)
+
+
 def _jupyter_book() -> list[str]:
     """The command that runs Jupyter Book with this Python (no activated virtual environment needed)."""
     return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
@@ -282,6 +296,7 @@ def build_teacher_book(
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
     for solution in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
         shutil.copyfile(solution, dest / "book" / "assignments" / solution.name)
+    _seed_executed(dest, root)
     if assignments_only:
         _limit_to_assignments(dest)
     if build:

@@ -243,13 +243,18 @@ def test_independent_lines_are_put_in_one_order_and_dependent_ones_keep_theirs()
 
 
 def test_inlining_is_bounded():
-    """A helper that calls another 3,000 times, or a recursive one, is written out, not inlined past the bound."""
+    """A helper called 3,000 times, or a recursive one, is written out, not inlined past the bound; a block too long
+    to order keeps its order."""
     calls = "\n".join(f"    y{i} = g(x)" for i in range(3000))
     wide = [f"def g(x):\n    u = x + 1\n    return u * 2\n\n\ndef f(x):\n{calls}\n    return x\n"]
     code = similarity.solution_code(wide, ("f",))
     assert code.count("u = x + 1") <= solution_code.MAX_INLINED // 2 + 1 and "def g(x)" in code  # + g itself
     recursive = ["def f(x):\n    return g(x)\n\n\ndef g(x):\n    return g(x - 1) if x else 0\n"]
     assert similarity.solution_code(recursive, ("f",)).count("def g") == 1
+    for n, ordered in ((solution_code.MAX_ORDERED - 1, True), (solution_code.MAX_ORDERED, False)):  # + the return
+        lines = "".join(f"    a{i} = x + {n - i}\n" for i in range(n))  # sorted, a1 (x + n - 1) comes first
+        code = similarity.solution_code([f"def f(x):\n{lines}    return x\n"], ("f",))
+        assert (code.index("a1 =") < code.index("a0 =")) is ordered
 
 
 def test_helpers_a_solution_shares_with_other_exercises_are_not_followed():

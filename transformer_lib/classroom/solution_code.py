@@ -15,8 +15,8 @@ Two rewrites then take away what a copier can change without changing what runs:
   order does not matter (neither writes a name, or ``a.b`` path, that the other reads or writes; an in-place call
   ``x.add_(...)`` or ``xs.append(...)`` writes ``x``) are sorted by their text as copydetect reads it (names and
   strings replaced), keeping every dependent pair in order (a call run for its effect, ``f(x)``, writes ``x`` and
-  ``f``'s module); a ``return``, ``raise``, docstring, ``try``, import or definition keeps its place. Swapping two
-  independent lines of a copy changes nothing.
+  ``f``'s module); a ``return``, ``raise``, docstring, ``try``, import or definition keeps its place, and a block of
+  more than :data:`MAX_ORDERED` statements keeps its order. Swapping two independent lines of a copy changes nothing.
 
 What this cannot see: a copy rewritten statement by statement (a loop for a comprehension, ``@`` for ``matmul``),
 or one whose helper is reached through a name the parse cannot follow (``getattr``, a dict of functions).
@@ -33,10 +33,11 @@ from typing import Any
 from ..optional import require
 from .source import Cell, parse_source, read_cells
 
-__all__ = ["solution_code", "MAX_DEPTH", "MAX_INLINED"]
+__all__ = ["solution_code", "MAX_DEPTH", "MAX_INLINED", "MAX_ORDERED"]
 
 MAX_DEPTH = 6  # helpers inlined into inlined helpers, this deep (the solutions nest two)
 MAX_INLINED = 2_000  # statements inlined into one exercise's code in all: past it calls stay calls
+MAX_ORDERED = 400  # a block of more statements keeps its order (ordering compares every pair: n² steps)
 # methods that change their object in place, beside PyTorch's trailing-underscore ones (x.add_, x.masked_fill_)
 _MUTATORS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "sort", "reverse", "add"}
@@ -152,7 +153,7 @@ def _movable(stmt: ast.stmt) -> bool:
 
 def _ordered(body: list[ast.stmt]) -> list[ast.stmt]:
     """``body`` with its independent statements sorted by their filtered text (see the module's docstring)."""
-    if len(body) < 2:
+    if not 2 <= len(body) <= MAX_ORDERED:
         return body
     filter_code = require("copydetect", extra="classroom", purpose="comparing solutions").utils.filter_code
     keys = [str(filter_code(ast.unparse(s), "solution.py", "python")[0]) for s in body]

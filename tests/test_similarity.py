@@ -193,6 +193,7 @@ COPIES = {  # how the copy is made -> (the original, its copy's body, the copy's
     "a helper": (ALICE, GREG, [], None),
     "two helpers": (ALICE, TWO_HELPERS, [], None),
     "reordered lines in a helper": (OLGA, OLGA_REORDERED, [], None),
+    "a decorated helper": (ALICE, GREG.replace("\n\ndef _scores", "\n\n@torch.no_grad()\ndef _scores"), [], None),
     "a file beside the notebook": (ALICE, "    return helpers.attend(q, k, v, mask)", ["import helpers"], HELPER_FILE),
     "a file the notebook writes": (
         ALICE,
@@ -207,8 +208,8 @@ COPIES = {  # how the copy is made -> (the original, its copy's body, the copy's
 def test_a_copy_moved_into_helpers_or_a_file_of_the_submission_is_flagged(tmp_path, how):
     """Before, the helper was compared as it was written: its call and its own signature were glue that the original
     lacks, so a copy moved into one helper scored 0.65, two helpers 0.38, a file 0.52, reordered lines in a helper
-    0.53, all under the default threshold of 0.8. Now helpers are inlined and independent lines put in one order:
-    1.0 (two helpers 0.83: the copy ends its own way); honest pairs stay at 0.30 at most."""
+    0.53, a decorated helper 0.61, all under the default threshold of 0.8. Now helpers are inlined and independent
+    lines put in one order: 1.0 (two helpers 0.83: the copy ends its own way); honest pairs stay at 0.30 at most."""
     original, body, extra_cells, beside = COPIES[how]
     copier = _notebook(tmp_path, "greg", body)
     nb = nbformat.read(copier.path, as_version=4)

@@ -217,7 +217,8 @@ class _Writer:
             return None
         fn = found[0]
         inner = [n for s in fn.body for n in _walk_here(s)]
-        if fn.decorator_list or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)) for n in inner):
+        # decorators are left out: what the body reads as is what is compared (@torch.no_grad() hides nothing)
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)) for n in inner):
             return None
         returns = [n for n in inner if isinstance(n, ast.Return)]
         if not whole and (returns[:-1] or (returns and fn.body[-1] is not returns[-1])):

@@ -789,6 +789,20 @@ def test_multi_head_projections_of_another_width_fail_with_a_note(sol):
 # --------------------------------------------------------------------------------------------------------------
 # The class's worst student (issue 43): each attack below was seen to succeed before its fix
 # --------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("aid, ex", [(a.id, ex) for a in ASSIGNMENTS.values() for ex in a.exercises])
+def test_a_rows_passed_and_points_always_agree(aid, ex):
+    """All the points for a pass and only for a pass, whatever the check reports of its parts (every combination of
+    passed, failed and unreported): a row with passed=0 and full points, or passed=1 and fewer, cannot be written."""
+    import itertools
+
+    names = [part for part, _ in ex.parts]
+    for passed in (True, False):
+        for outcome in itertools.product((True, False, None), repeat=len(names)):
+            parts = {n: o for n, o in zip(names, outcome, strict=True) if o is not None}
+            earned = ex.earned(CheckResult(ex.name, passed, "", parts=parts))
+            assert (earned == ex.points) is passed and 0 <= earned <= ex.points, (aid, ex.name, passed, parts, earned)
+
+
 def test_a_float64_answer_neither_passes_nor_earns_all_the_points(sol):
     """Attention that computes in float64 and returns float64 for float32 inputs: passed=0 with 10 of 10 points
     before (every part passed, the check failed on the dtype); now a row's passed and its points agree."""
@@ -1225,6 +1239,10 @@ def test_the_solutions_pass_random_cases_handed_in(sol, ex):
 # --------------------------------------------------------------------------------------------------------------
 # PyTorch's own attention is a stub in the kernel of the assignments that ask for attention
 # --------------------------------------------------------------------------------------------------------------
+_BLOCK_MASK = (  # FlexAttention's block mask of every query seeing every key, as its operator takes it
+    "import torch\nfrom torch.nn.attention.flex_attention import create_block_mask\n"
+    "m = create_block_mask(lambda b, h, i, j: i >= 0, None, None, 2, 2, device='cpu').as_tuple()\n"
+)
 _ROUTES = {
     "F": "import torch.nn.functional as F\nF.scaled_dot_product_attention(q, q, q)",
     "star import": "from torch.nn.functional import *\nscaled_dot_product_attention(q, q, q)",
@@ -1239,6 +1257,22 @@ _ROUTES = {
     "a transformer layer": "import torch\ntorch.nn.TransformerEncoderLayer(4, 1)(q)",
     "multi_head_attention_forward": "import torch.nn.functional as F\nF.multi_head_attention_forward(q, q, q, 4, 1, "
     "None, None, None, None, False, 0.0, torch.eye(4), None)",
+    # FlexAttention ran in assignments 3 and 5 before (flagged, but 10/10): the function, its higher-order operator,
+    # the operator's eager kernel and the function that computes it; an encoder layer's fused forward (its attention
+    # operator is the stub already)
+    "flex_attention": "from torch.nn.attention.flex_attention import flex_attention\n"
+    "flex_attention(q[None], q[None], q[None])",
+    "flex_attention's operator": _BLOCK_MASK
+    + "torch.ops.higher_order.flex_attention(q[None], q[None], q[None], lambda s, b, h, i, j: s, m, 0.5, {})",
+    "flex_attention's eager kernel": _BLOCK_MASK
+    + "op = torch.ops.higher_order.flex_attention.py_kernels[torch._C.DispatchKey.CompositeExplicitAutograd]\n"
+    "op(q[None], q[None], q[None], lambda s, b, h, i, j: s, m, 0.5, {}, (), ())",
+    "flex_attention's math": _BLOCK_MASK
+    + "import sys\nsys.modules['torch._higher_order_ops.flex_attention'].math_attention(q[None], q[None], q[None], "
+    "lambda s, b, h, i, j: s, m, 0.5, {})",
+    "an encoder layer's fused forward": "import torch\nw, b = torch.eye(4), torch.zeros(4)\n"
+    "torch._C._VariableFunctions._transformer_encoder_layer_fwd(q, 4, 1, torch.cat([w, w, w]), torch.zeros(12), w, b, "
+    "False, False, 1e-5, torch.ones(4), b, torch.ones(4), b, torch.zeros(8, 4), torch.zeros(8), torch.zeros(4, 8), b)",
 }
 
 

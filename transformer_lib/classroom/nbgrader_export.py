@@ -35,8 +35,9 @@ __all__ = ["nbgrader_notebook", "export_course", "CONFIG", "TEACHERS_RIGHTS"]
 TEACHERS_RIGHTS = (
     "nbgrader autograde runs each student's code with YOUR rights, in a kernel of your own, with no sandbox: it "
     "can read your files (other submissions, the solutions), write them, and patch the check it is graded by (a "
-    "wrong answer that patches its check scores full marks there, 7 of 10 and a flag with tl-grade). Grade with "
-    "tl-grade (bubblewrap), or run nbgrader as a user and on a machine that hold nothing a student must not reach."
+    "wrong answer that patches its check scores full marks there, 7 of 10 and a flag with tl-grade: nbgrader reads "
+    "the grade from the student's own kernel, so no sandbox could change that). Grade with tl-grade (bubblewrap), or "
+    "run nbgrader as a user and on a machine that hold nothing a student must not reach."
 )
 
 CONFIG = f"""# nbgrader's configuration for the course that the book's assignments exported

@@ -3,8 +3,10 @@
 For each exercise the solution code of a submission is the source of the functions and classes the exercise
 grades (their last top-level definition in the notebook) and of every helper they reach, transitively: defined in
 the notebook, or in a Python file of the submission that the notebook imports (a ``.py`` beside the notebook in the
-student's own folder, or one the notebook writes with ``%%writefile``), so a classmate's body moved into a helper or
-a file is compared too. The other exercises' graded definitions are not followed (each is compared on its own).
+student's own folder, or one the notebook writes with ``%%writefile``), with the helpers inlined where they are
+called and independent statements put in one order (:mod:`.solution_code`), so a classmate's body moved into one
+helper or several, or into a file, or with independent lines swapped, reads as the body it was. The other
+exercises' graded definitions are not followed (each is compared on its own).
 `copydetect <https://pypi.org/project/copydetect/>`_
 (the winnowing algorithm of Schleimer, Wilkerson and Aiken, SIGMOD 2003, as MOSS uses it) tokenizes it with
 Pygments, replaces every variable, function and class name by one letter and every string by another (so renaming
@@ -19,17 +21,15 @@ a flag is a reason to look, never a verdict: the teacher decides.
 
 from __future__ import annotations
 
-import ast
 import io
 import itertools
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..optional import require
 from .graded import GradedNotebook
 from .registry import ASSIGNMENTS
-from .source import Cell, parse_source, read_cells
+from .solution_code import solution_code
 
 __all__ = ["SIMILARITY_COLUMNS", "DEFAULT_THRESHOLD", "solution_code", "similar_pairs", "flag_similar"]
 
@@ -54,102 +54,6 @@ def _code_cells(path: Path) -> list[str]:
                 source = cell.get("source", "")
                 sources.append("".join(source) if isinstance(source, list) else str(source))
     return sources
-
-
-_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-
-
-def _definitions(body: Iterable[ast.stmt]) -> dict[str, _Definition]:
-    """The last top-level definition of each name in ``body``."""
-    return {s.name: s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-
-
-def _imports(body: Iterable[ast.stmt], modules: dict[str, dict[str, _Definition]]) -> dict[str, Any]:
-    """What the top-level imports of ``body`` bind from the submission's own ``modules``: a local name -> the
-    module's definitions (``import helpers``) or one definition (``from helpers import attend as a``)."""
-    bound: dict[str, Any] = {}
-    for stmt in body:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.name in modules:
-                    bound[alias.asname or alias.name] = modules[alias.name]
-        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in modules:
-            for alias in stmt.names:
-                if alias.name in modules[stmt.module]:
-                    bound[alias.asname or alias.name] = modules[stmt.module][alias.name]
-    return bound
-
-
-def _written_files(cells: list[Cell]) -> dict[str, str]:
-    """The Python files the notebook writes with ``%%writefile NAME.py`` (IPython's run_cell_magic): module -> code."""
-    files = {}
-    for cell in cells:
-        for stmt in cell.tree.body if cell.tree is not None else ():
-            call = stmt.value if isinstance(stmt, ast.Expr) else None
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "run_cell_magic"
-                and len(call.args) == 3
-                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
-            ):
-                magic, line, body = (str(a.value) for a in call.args if isinstance(a, ast.Constant))
-                name = line.split()[-1] if magic == "writefile" and line.split() else ""
-                if name.endswith(".py") and "/" not in name:
-                    files[name.removesuffix(".py")] = body
-    return files
-
-
-def _parsed_modules(files: dict[str, str]) -> dict[str, dict[str, _Definition]]:
-    modules = {}
-    for name, code in files.items():
-        try:
-            modules[name] = _definitions(parse_source(code).body)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-    return modules
-
-
-def solution_code(
-    sources: Iterable[str | Cell], names: Iterable[str], files: dict[str, str] | None = None, skip: Iterable[str] = ()
-) -> str:
-    """The last top-level definition of each of ``names`` in the code cells ``sources``, and every function or class
-    they reach (transitively): defined in the notebook, or in one of the submission's own Python ``files`` (module
-    name -> code: files beside the notebook, and those it writes with ``%%writefile``) that the notebook imports.
-    Read as the kernel runs it (IPython syntax turned into Python, magics read as the code they run: :mod:`.source`)
-    and written out again from its parse, graded definitions first, then the helpers in the order they are reached,
-    so that layout, comments and names count for nothing. ``skip``: names not followed (the other exercises' graded
-    definitions, compared on their own)."""
-    cells = read_cells(sources)
-    body = [stmt for cell in cells for stmt in (cell.tree.body if cell.tree is not None else ())]
-    defined: dict[str, Any] = dict(_definitions(body))
-    modules = _parsed_modules({**(files or {}), **_written_files(cells)})
-    defined |= {k: v for k, v in _imports(body, modules).items() if k not in defined}
-    wanted, skipped = sorted(set(names)), set(skip) - set(names)
-    queue: list[tuple[_Definition, dict[str, Any]]] = [(defined[n], defined) for n in wanted if n in defined]
-    seen: set[int] = set()
-    out = []
-    while queue:
-        node, scope = queue.pop(0)
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        try:
-            out.append(ast.unparse(node))
-        except (RecursionError, MemoryError, ValueError):  # too deep to write out: compared as missing
-            continue
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Name) and inner.id not in skipped:
-                target = scope.get(inner.id)
-            elif isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name):
-                target = scope.get(inner.value.id)
-                target = target.get(inner.attr) if isinstance(target, dict) else None
-            else:
-                continue
-            if isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                owner = next((m for m in modules.values() if m.get(target.name) is target), None)
-                queue.append((target, scope if owner is None else owner))
-    return "\n\n".join(out)
 
 
 def _own_files(g: GradedNotebook) -> dict[str, str]:

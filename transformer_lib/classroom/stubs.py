@@ -18,10 +18,13 @@ PyTorch's own attention is left out too where an assignment asks for attention (
 and 5): the copy's ``__init__`` imports ``_torch_removed``, which replaces ``F.scaled_dot_product_attention`` and
 ``F.multi_head_attention_forward`` by a stub under every name a loaded module holds them (``torch._C._nn`` included,
 so a star import, ``getattr`` or ``importlib`` reaches the stub), makes ``nn.MultiheadAttention`` raise when built or
-run (the class itself, so every module's alias and ``nn.TransformerEncoderLayer`` too), and overrides the operators
-behind them in PyTorch's dispatcher (``torch.ops.aten.scaled_dot_product_attention``, ``..._math``,
-``_native_multi_head_attention``). Each raises :class:`ReferenceRemoved` naming what was called; the grader shows it
-in the feedback and flags the row (:mod:`.notebook`). Assignment 6 keeps them: its layers run ``tl.MultiHeadAttention``.
+run (the class itself, so every module's alias and ``nn.TransformerEncoderLayer`` too), does the same for FlexAttention
+(``torch.nn.attention.flex_attention.flex_attention``, the functions that compute it, and its higher-order operator:
+the operator's class, so ``torch.ops.higher_order.flex_attention`` and every other alias, and the kernels it holds),
+and overrides the operators behind them in PyTorch's dispatcher (``torch.ops.aten.scaled_dot_product_attention``,
+``..._math``, ``_native_multi_head_attention``, which an encoder layer's fused forward runs). Each raises
+:class:`ReferenceRemoved` naming what was called; the grader shows it in the feedback and flags the row
+(:mod:`.notebook`). Assignment 6 keeps them: its layers run ``tl.MultiHeadAttention``.
 
 The copy has no ``transformer_lib.book`` at all (no assignment imports it; its probes compute a positional encoding
 another way). What stays in the room: the rest of PyTorch, and the library classes that a later assignment's code
@@ -99,6 +102,12 @@ _TORCH_ATTENTION: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "torch.nn.functional.multi_head_attention_forward": (),
     "torch.nn.MultiheadAttention": (("_native_multi_head_attention", "CPU"), ("_native_multi_head_attention", "CUDA")),
+    # FlexAttention (PyTorch 2.5+): the function, its higher-order operator (every alias: torch.ops.higher_order's
+    # included) and the plain functions that compute it in eager mode
+    "torch.nn.attention.flex_attention.flex_attention": (),
+    "torch._higher_order_ops.flex_attention.flex_attention": (),
+    "torch._higher_order_ops.flex_attention.math_attention": (),
+    "torch._higher_order_ops.flex_attention.sdpa_dense": (),
 }
 # assignment -> what of PyTorch's does what it asks (declared here only; tests read it)
 TORCH_REMOVED: dict[str, tuple[str, ...]] = {
@@ -146,17 +155,40 @@ def _class(cls, name):
     cls.forward = removed
 
 
+def _everywhere(original, stub):
+    """Every alias of ``original`` in a loaded module becomes ``stub`` (torch._C._nn's builtin is F's). Locals: the
+    loop's own module is among those it visits, and a global it compared with would be replaced mid-loop."""
+    for module in list(sys.modules.values()):
+        for key, value in list(getattr(module, "__dict__", {{}}).items()):
+            if value is original:
+                setattr(module, key, stub)
+
+
+def _operator_object(op, name):
+    """A higher-order operator (an object, not a function): its class calls and dispatches to the stub, so every
+    alias of the object reaches it, and the kernels it holds are stubs too."""
+    def removed(self, *args, **kwargs):
+        raise ReferenceRemoved(_message(name))
+
+    type(op).__call__ = removed
+    type(op).dispatch = removed
+    for _key in list(op.py_kernels):
+        op.py_kernels[_key] = _function(name)
+
+
 for _name in NAMES:
     _owner, _attr = _name.rsplit(".", 1)
-    _original = getattr(importlib.import_module(_owner), _attr)
+    try:
+        _original = getattr(importlib.import_module(_owner), _attr)
+    except (ImportError, AttributeError):  # a version of torch without it
+        continue
     if isinstance(_original, type):
         _class(_original, _name)
         continue
-    _stub = _function(_name)
-    for _module in list(sys.modules.values()):  # every alias of the function (torch._C._nn's builtin is F's)
-        for _key, _value in list(getattr(_module, "__dict__", {{}}).items()):
-            if _value is _original:
-                setattr(_module, _key, _stub)
+    if isinstance(_original, torch._ops.HigherOrderOperator):
+        _operator_object(_original, _name)
+        continue
+    _everywhere(_original, _function(_name))
 
 _LIBRARY = torch.library.Library("aten", "IMPL")  # the operators, for routes below the Python names
 

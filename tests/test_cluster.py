@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -298,3 +299,14 @@ def test_the_progress_bar_shows_done_running_and_failed_per_worker(capsys):
     bar.close()
     shown = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
     assert "2/3" in shown and "running 1, failed 1 | w0: 1 running, 0 done, w1: 0 running, 2 done" in shown, shown
+
+
+def test_an_embedded_cluster_starts_no_more_workers_than_notebooks(tmp_path):
+    """One notebook with --jobs 2 starts one worker process (each costs its start, imports and library copies)."""
+    (tmp_path / "class" / "erin").mkdir(parents=True)
+    shutil.copy(FIXTURES / "erin" / "notes.ipynb", tmp_path / "class" / "erin" / "notes.ipynb")  # needs no kernel
+    peaks: dict[str, float] = {}
+    out = tmp_path / "out" / "grades.csv"
+    grade.grade_folder(tmp_path / "class", out, jobs=2, progress=False, unsandboxed=True, worker_peaks=peaks)
+    assert len(peaks) == 1, peaks
+    assert [r["outcome"] for r in _rows(out.with_name("workers.csv"))] == ["graded"]

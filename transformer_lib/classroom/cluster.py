@@ -233,14 +233,16 @@ def grade_on_cluster(
     """:func:`grade_task` for each of ``submissions`` on the Dask ``scheduler`` (an address), or on an embedded
     ``LocalCluster`` of ``jobs`` processes; returns one :class:`Graded` per submission, in their order. A notebook
     whose worker died every time it was graded gets failed rows that say so; :class:`ClusterUnavailable` if the
-    scheduler cannot be reached. ``peaks``, if given, receives each worker's peak resident memory in MB."""
+    scheduler cannot be reached. ``peaks``, if given, receives each worker's peak resident memory in MB. The embedded
+    cluster has no more workers than notebooks."""
     from distributed import wait
 
     from .workers import Prepare
 
     found: dict[int, Graded] = {}
     token = secrets.token_hex(4)
-    with _client(scheduler, jobs) as client:
+    # no more embedded workers than notebooks: each costs a process, its imports and its library copies to start
+    with _client(scheduler, max(1, min(jobs, len(submissions)))) as client:
         # every worker, and each that joins later (one that replaces a dead one), prepares before its first notebook
         ids = {a.id for s in submissions if (a := assignment_for(s.path)) is not None}
         unsandboxed = bool(options.get("unsandboxed"))

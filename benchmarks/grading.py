@@ -172,12 +172,15 @@ class CpuMeter:
     def close(self) -> None:
         if self._group is None:
             return
-        for _ in range(3):  # a process may start while the others move
+        for _ in range(50):  # a process may start while the others move, or still be ending
             for pid in (self._group / "cgroup.procs").read_text().split():
                 with contextlib.suppress(OSError):
                     (self._group.parent / "cgroup.procs").write_text(pid)
-        with contextlib.suppress(OSError):
-            self._group.rmdir()
+            try:
+                self._group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
         self._group = None
 
 

@@ -1,23 +1,33 @@
-"""Grading a class: seconds per notebook and each worker's peak memory, locally and on a Dask cluster.
+"""Grading a class: CPU seconds per notebook and each worker's peak memory, locally and on a Dask cluster.
 
-``python -m benchmarks.grading [--quick] [--json PATH] [--engines NAME ...]`` grades the same class (copies of the
+``python -m benchmarks.grading [--quick] [--json PATH] [--engines NAME ...]`` grades the same classes (copies of the
 fixture submissions: a right and a wrong answer to assignment 3, alternating) with each engine:
 
-- ``pool``: the grader's own pool of ``--jobs 2`` threads, before Dask replaced it (commit 51d62d1): run from a
-  checkout of that commit named by ``TL_POOL_SOURCE`` (``git archive 51d62d1 | tar -x -C DIR``), in a process of
-  its own;
-- ``serial``: the notebooks one after another in this process, no Dask (:func:`~transformer_lib.classroom.notebook.
-  grade_notebook`, one library copy): the local route, which the Dask route's overhead is measured against;
+- ``serial``: the notebooks one after another in this process, no Dask: :func:`~transformer_lib.classroom.folder.
+  grade_folder` with each notebook graded here by :func:`~transformer_lib.classroom.cluster.grade_task` (the
+  single-notebook path a worker runs, sandbox included) and the same sheets, similarity and feedback written: the
+  local route, which the Dask route's overhead is measured against;
 - ``local``: the embedded ``LocalCluster`` of 2 worker processes (``tl-grade FOLDER --jobs 2``, the default);
 - ``scheduler``: a real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (``tl-grade FOLDER
-  --scheduler tcp://127.0.0.1:PORT``).
+  --scheduler tcp://127.0.0.1:PORT``), their start and stop included;
+- ``pool``: the grader's own pool of ``--jobs 2`` threads, before Dask replaced it (commit 51d62d1), run from a
+  checkout of that commit named by ``TL_POOL_SOURCE`` (``git archive 51d62d1 | tar -x -C DIR``).
 
-Each engine's figures are the wall-clock time of the whole class (sheets included) divided by its notebooks, the CPU
-seconds of this process and every process it started (workers, kernels: ``RUSAGE_CHILDREN``, counted once they are
-reaped) divided by its notebooks, which load from other users moves far less, and the peak resident memory of each
-worker process (``ru_maxrss``). The
-engines run one after the other on a machine others share too, so each is run ``repeats`` times, interleaved,
-and the median kept. :func:`projection` turns a figure into hours for a course of 6,000 notebooks.
+What is measured is CPU time, which other users' load moves far less than wall time, of everything an engine runs:
+this process, the workers and the notebooks' kernels. A kernel runs in bubblewrap's PID namespace, whose first
+process is killed when the kernel is: its CPU time never reaches this process's ``RUSAGE_CHILDREN``. So where this
+process can make a cgroup of its own (cgroup v2, as root), it moves there, and everything it starts is counted in
+the cgroup's ``cpu.stat``; elsewhere the figures are ``RUSAGE_SELF`` and ``RUSAGE_CHILDREN``, the kernels left out,
+and the result says so (``cpu_meter``).
+
+Each engine grades a class of ``small`` notebooks (one per worker) and one of ``large``; the difference is the cost
+of ``large - small`` notebooks, start-up excluded: the engine's **CPU seconds per notebook**. What the small class
+cost beyond its notebooks is the engine's **start-up** (its processes, imports, library copies, the sandbox's probe,
+stopping). The Dask route's overhead is its CPU per notebook against the serial engine's, round by round. The wall
+time per notebook of the large class, each worker's peak resident memory (``ru_maxrss``) and :func:`projection` (hours
+for a course of 6,000 notebooks) are given too. The engines run one after the other on a machine others share, so
+each is run ``repeats`` times, interleaved, and the median kept, after a first run of each on the small class that
+the rounds leave out (what this process does once: imports, library copies; its CPU is reported apart).
 """
 
 from __future__ import annotations
@@ -42,8 +52,8 @@ from .common import environment, summarize, write_result
 __all__ = ["ENGINES", "QUICK", "FULL", "make_class", "grading_benchmark", "projection", "table"]
 
 ENGINES = ("serial", "local", "scheduler")
-QUICK = dict(notebooks=4, repeats=1, workers=2)
-FULL = dict(notebooks=8, repeats=2, workers=2)
+QUICK = dict(small=2, large=4, repeats=1, workers=2)
+FULL = dict(small=2, large=6, repeats=2, workers=2)
 COURSE = 6000  # 1,000 students x 6 assignments
 _FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "submissions"
 
@@ -137,49 +147,97 @@ def _peak_here() -> dict[str, Any]:
     return {"worker": name, "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def _cpu_seconds() -> float:
-    """CPU seconds (user and system) of this process and of every process it started that has ended."""
-    return sum(
-        u.ru_utime + u.ru_stime
-        for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
-    )
+class CpuMeter:
+    """CPU seconds of this process and everything it starts: a cgroup v2 of its own where it can make one (the
+    kernels included), else ``RUSAGE_SELF`` and ``RUSAGE_CHILDREN`` (the kernels left out: see the module's
+    docstring). ``kind`` says which; :meth:`close` moves the processes back and removes the cgroup."""
+
+    def __init__(self) -> None:
+        self.kind, self._group = "rusage (kernels not counted)", None
+        try:
+            self._group = _own_cgroup()
+            self.kind = "cgroup"
+        except OSError:
+            pass
+
+    def seconds(self) -> float:
+        if self._group is None:
+            return sum(
+                u.ru_utime + u.ru_stime
+                for u in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+            )
+        with open(self._group / "cpu.stat") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("usage_usec ")) / 1e6
+
+    def close(self) -> None:
+        if self._group is None:
+            return
+        for _ in range(50):  # a process may start while the others move, or still be ending
+            for pid in (self._group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    (self._group.parent / "cgroup.procs").write_text(pid)
+            try:
+                self._group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+        self._group = None
 
 
-def _grade(engine: str, folder: Path, out: Path, workers: int) -> tuple[float, float, list[dict[str, Any]]]:
+def _own_cgroup() -> Path:
+    """A new cgroup v2 below this process's, with this process in it (OSError where that cannot be done)."""
+    line = next((x for x in Path("/proc/self/cgroup").read_text().splitlines() if x.startswith("0::")), None)
+    mounts = [m.split()[1] for m in Path("/proc/self/mounts").read_text().splitlines() if m.split()[2] == "cgroup2"]
+    if line is None or not mounts:
+        raise OSError("no cgroup v2 here")
+    parent = Path(mounts[0]) / line[3:].lstrip("/")
+    group = parent / f"tl-bench-grading-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        if not (group / "cpu.stat").exists():
+            raise OSError("no cpu.stat")
+    except OSError:
+        group.rmdir()
+        raise
+    return group
+
+
+def _grade(
+    engine: str, folder: Path, out: Path, workers: int, meter: CpuMeter
+) -> tuple[float, float, list[dict[str, Any]]]:
     """Seconds and CPU seconds to grade ``folder`` with ``engine``, and the workers' peaks."""
-    cpu = _cpu_seconds()
+    cpu = meter.seconds()
     seconds, peaks = _grade_with(engine, folder, out, workers)
-    return seconds, _cpu_seconds() - cpu, peaks
+    return seconds, meter.seconds() - cpu, peaks
+
+
+def _here(submissions: list[Any], options: dict[str, Any], **_: Any) -> list[Any]:
+    """Each notebook graded in this process, one after another, by the path a worker runs (no Dask)."""
+    from transformer_lib.classroom.cluster import grade_task
+
+    return [grade_task(s.student, s.path.name, s.path.read_bytes(), options) for s in submissions]
 
 
 def _grade_with(engine: str, folder: Path, out: Path, workers: int) -> tuple[float, list[dict[str, Any]]]:
-    from transformer_lib.classroom.folder import find_submissions, grade_folder
+    from unittest import mock
+
+    from transformer_lib.classroom import folder as by_folder
 
     if engine == "pool":  # the grader's own thread pool, before Dask: run from a checkout of that commit
         return _pool(folder, out, workers)
     peaks: dict[str, float] = {}
     started = time.perf_counter()
-    if engine == "serial":  # one after another, here: no cluster, one library copy (as a worker keeps it)
-        from transformer_lib.classroom.notebook import grade_notebook
-        from transformer_lib.classroom.sandbox import LibraryCopy
-        from transformer_lib.classroom.stubs import stubs_for
-
-        library = LibraryCopy(stubs=stubs_for("03_attention"))
-        try:
-            for student, path in find_submissions(folder):
-                grade_notebook(path, student, library=library)
-        finally:
-            library.cleanup()
+    if engine == "serial":  # the same grade_folder, sheets included, its notebooks graded here
+        with mock.patch.object(by_folder, "grade_on_cluster", _here):
+            by_folder.grade_folder(folder, out, progress=False)
         return time.perf_counter() - started, [_peak_here()]
     if engine == "local":
-        grade_folder(folder, out, jobs=workers, progress=False, worker_peaks=peaks)
-        seconds = time.perf_counter() - started
+        by_folder.grade_folder(folder, out, jobs=workers, progress=False, worker_peaks=peaks)
     else:
         with dask_processes(workers) as (address, _):
-            started = time.perf_counter()
-            grade_folder(folder, out, scheduler=address, progress=False, worker_peaks=peaks)
-            seconds = time.perf_counter() - started
-    return seconds, [{"worker": w, "peak_mb": mb} for w, mb in sorted(peaks.items())]
+            by_folder.grade_folder(folder, out, scheduler=address, progress=False, worker_peaks=peaks)
+    return time.perf_counter() - started, [{"worker": w, "peak_mb": mb} for w, mb in sorted(peaks.items())]
 
 
 POOL_SOURCE = os.environ.get("TL_POOL_SOURCE", "")  # a checkout of the commit before Dask (git archive 51d62d1)
@@ -207,50 +265,60 @@ def _pool(folder: Path, out: Path, workers: int) -> tuple[float, list[dict[str, 
 
 
 def grading_benchmark(
-    *, notebooks: int = 8, repeats: int = 2, workers: int = 2, engines: Sequence[str] = ENGINES
+    *, small: int = 2, large: int = 8, repeats: int = 2, workers: int = 2, engines: Sequence[str] = ENGINES
 ) -> dict[str, Any]:
-    """Grade one class of ``notebooks`` with each of ``engines`` (``workers`` at once), ``repeats`` rounds in
-    alternating order; returns seconds per notebook (summarized over rounds) and peak memory per engine, the Dask
-    overhead against ``pool`` where it ran (per round, so that both saw the same load), and :func:`projection` of
-    each."""
-    results: dict[str, Any] = {e: {"seconds": [], "cpu": [], "peaks": []} for e in engines}
-    with tempfile.TemporaryDirectory(prefix="tl-bench-grading-") as tmp:
-        folder = make_class(Path(tmp) / "class", notebooks)
-        for r in range(repeats):
-            for engine in engines if r % 2 == 0 else list(reversed(engines)):
-                out = Path(tmp) / f"{engine}-{r}" / "grades.csv"
+    """Grade a class of ``small`` and one of ``large`` notebooks with each of ``engines`` (``workers`` at once),
+    ``repeats`` rounds in alternating order; returns per engine the CPU seconds per notebook and of start-up (see the
+    module's docstring), the wall seconds per notebook of the large class, the peak memory per worker, the Dask
+    overhead per notebook against ``serial`` (or ``pool``) per round, and :func:`projection` of each."""
+    if not 0 < small < large:
+        raise ValueError(f"small, large: expected 0 < small < large notebooks, got {small}, {large}")
+    results: dict[str, Any] = {e: {"seconds": [], "cpu": [], "startup": [], "peaks": []} for e in engines}
+    first: dict[str, float] = {}
+    meter = CpuMeter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="tl-bench-grading-") as tmp:
+            classes = {n: make_class(Path(tmp) / f"class-{n}", n) for n in (small, large)}
+            for engine in engines:  # what this process does once (imports, library copies): not in the rounds
+                out = Path(tmp) / f"{engine}-first" / "grades.csv"
                 out.parent.mkdir()
-                seconds, cpu, peaks = _grade(engine, folder, out, workers)
-                results[engine]["seconds"].append(seconds / notebooks)
-                results[engine]["cpu"].append(cpu / notebooks)
-                results[engine]["peaks"].append(peaks)
+                first[engine] = _grade(engine, classes[small], out, workers, meter)[1]
+            for r in range(repeats):
+                for engine in engines if r % 2 == 0 else list(reversed(engines)):
+                    cpu = {}
+                    for n, folder in classes.items():
+                        out = Path(tmp) / f"{engine}-{r}-{n}" / "grades.csv"
+                        out.parent.mkdir()
+                        seconds, cpu[n], peaks = _grade(engine, folder, out, workers, meter)
+                    cpu_per_notebook = (cpu[large] - cpu[small]) / (large - small)
+                    results[engine]["cpu"].append(cpu_per_notebook)
+                    results[engine]["startup"].append(cpu[small] - small * cpu_per_notebook)
+                    results[engine]["seconds"].append(seconds / large)
+                    results[engine]["peaks"].append(peaks)
+    finally:
+        meter.close()
     figures: dict[str, Any] = {}
     for engine, found in results.items():
         per_notebook = summarize(found["seconds"])
         figures[engine] = {
-            "seconds_per_notebook": per_notebook,
             "cpu_seconds_per_notebook": summarize(found["cpu"]),
+            "startup_cpu_seconds": summarize(found["startup"]),
+            "first_run_cpu_seconds": first[engine],  # the small class, graded first in this process
+            "seconds_per_notebook": per_notebook,
             "workers_peak_mb": found["peaks"][-1],
             "projection": projection(per_notebook["median"], 1 if engine == "serial" else workers),
         }
     base = next((b for b in ("serial", "pool") if b in results), None)
-    overhead = {  # per notebook against the local route, round by round (the same load on both)
-        e: {
-            "cpu": summarize([x / y - 1 for x, y in zip(results[e]["cpu"], results[base]["cpu"], strict=True)]),
-            "seconds": summarize(  # a worker's seconds per notebook (wall time x workers) against one process's
-                [
-                    x * (workers if e != "pool" else 1) / y / (1 if base == "serial" else workers) - 1
-                    for x, y in zip(results[e]["seconds"], results[base]["seconds"], strict=True)
-                ]
-            ),
-        }
+    overhead = {  # CPU per notebook against the local route, round by round (the same load on both)
+        e: summarize([x / y - 1 for x, y in zip(results[e]["cpu"], results[base]["cpu"], strict=True)])
         for e in results
         if base is not None and e != base
     }
     return {
-        "notebooks": notebooks,
+        "notebooks": [small, large],
         "workers": workers,
         "repeats": repeats,
+        "cpu_meter": meter.kind,
         "base": base,
         "engines": figures,
         "overhead": overhead,
@@ -267,19 +335,22 @@ def projection(seconds_per_notebook: float, workers: int, course: int = COURSE) 
 
 def table(result: dict[str, Any]) -> str:
     """The benchmark as a text table."""
-    lines = [f"{'engine':<10} {'s/notebook':>10} {'CPU s/nb':>9} {'6000 on 32':>11} {'on 256':>8}  peak MB per worker"]
+    lines = [
+        f"CPU: {result['cpu_meter']}",
+        f"{'engine':<10} {'CPU s/nb':>9} {'start CPU s':>11} {'s/nb':>6} {'6000 on 32':>11} {'on 256':>8}  "
+        "peak MB per worker",
+    ]
     for engine, f in result["engines"].items():
         peaks = ", ".join(f"{p['worker']}: {p['peak_mb']:.0f}" for p in f["workers_peak_mb"])
         lines.append(
-            f"{engine:<10} {f['seconds_per_notebook']['median']:>10.2f} "
-            f"{f['cpu_seconds_per_notebook']['median']:>9.2f} "
+            f"{engine:<10} {f['cpu_seconds_per_notebook']['median']:>9.2f} "
+            f"{f['startup_cpu_seconds']['median']:>11.2f} {f['seconds_per_notebook']['median']:>6.2f} "
             f"{f['projection']['hours_on_32']:>9.2f} h {f['projection']['hours_on_256']:>6.2f} h  {peaks}"
         )
     for engine, o in result.get("overhead", {}).items():
         lines.append(
-            f"{engine}: CPU {o['cpu']['median']:+.1%} per notebook against {result['base']} "
-            f"(rounds: {o['cpu']['min']:+.1%} "
-            f"to {o['cpu']['max']:+.1%}); a worker's seconds {o['seconds']['median']:+.1%}"
+            f"{engine}: CPU per notebook {o['median']:+.1%} against {result['base']} "
+            f"(rounds: {o['min']:+.1%} to {o['max']:+.1%})"
         )
     return "\n".join(lines)
 
@@ -287,6 +358,7 @@ def table(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.grading", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK} instead of {FULL}")
+    parser.add_argument("--repeats", type=int, metavar="N", help="rounds (default: the size's)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the result to this JSON file")
     parser.add_argument(
         "--engines",
@@ -301,7 +373,10 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {
         "env": environment(torch.device("cpu"), torch.float32),
-        **grading_benchmark(**(QUICK if args.quick else FULL), engines=args.engines),
+        **grading_benchmark(
+            **{**(QUICK if args.quick else FULL), **({"repeats": args.repeats} if args.repeats else {})},
+            engines=args.engines,
+        ),
     }
     print(table(result))
     write_result(args.json, result)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -154,7 +155,9 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     stop = threading.Event()
     killed: list[str] = []
     with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        # as the embedded cluster runs (one notebook per worker at a time: with a second one queued on a worker, the
+        # kill meant for carol's notebook took the one waiting there with it, twice in one run), one failure allowed
+        dask.config.set({**cluster._EMBEDDED, "distributed.scheduler.allowed-failures": 1}),
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as local,
     ):
         watcher = threading.Thread(
@@ -298,3 +301,14 @@ def test_the_progress_bar_shows_done_running_and_failed_per_worker(capsys):
     bar.close()
     shown = capsys.readouterr().err.replace("\r", "\n").splitlines()[-1]
     assert "2/3" in shown and "running 1, failed 1 | w0: 1 running, 0 done, w1: 0 running, 2 done" in shown, shown
+
+
+def test_an_embedded_cluster_starts_no_more_workers_than_notebooks(tmp_path):
+    """One notebook with --jobs 2 starts one worker process (each costs its start, imports and library copies)."""
+    (tmp_path / "class" / "erin").mkdir(parents=True)
+    shutil.copy(FIXTURES / "erin" / "notes.ipynb", tmp_path / "class" / "erin" / "notes.ipynb")  # needs no kernel
+    peaks: dict[str, float] = {}
+    out = tmp_path / "out" / "grades.csv"
+    grade.grade_folder(tmp_path / "class", out, jobs=2, progress=False, unsandboxed=True, worker_peaks=peaks)
+    assert len(peaks) == 1, peaks
+    assert [r["outcome"] for r in _rows(out.with_name("workers.csv"))] == ["graded"]

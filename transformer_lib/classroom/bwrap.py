@@ -2,22 +2,20 @@
 
 See :mod:`.sandbox` for what that world holds and why; :func:`bwrap_command` writes it as ``bwrap`` arguments:
 the system's read-only folders, the kernel's Python (through a hard-linked copy that names no folder of the
-teacher's), the library copy, tmpfs folders of a size, the kernel's own connection file and sockets folder, then
-``prlimit`` and, as root, ``setpriv`` for a user of its own.
+teacher's: :mod:`.venv_view`), the library copy, tmpfs folders of a size, the kernel's own connection file and
+sockets folder, then ``prlimit`` and, as root, ``setpriv`` for a user of its own.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from .limits import SOCKETS_BYTES, Limits
+from .venv_view import adopt_view, venv_view
 
 __all__ = [
     "ENVIRONMENT",
@@ -59,55 +57,14 @@ def _python_prefix(executable: str) -> Path:
     return path.parent.parent
 
 
-_VIEWS: dict[Path, Path] = {}  # this process's view of each Python environment (made once, or adopted)
-
-
 def python_view(executable: str = sys.executable, *, make: bool = True) -> tuple[str, str] | None:
-    """``(prefix, view)``: the venv of ``executable`` and the view of it this process's kernels mount (made now if
-    ``make`` and not made yet), for :func:`adopt_view` in another process; None for an interpreter outside a venv
-    (mounted as it is), or a view not made."""
+    """``(prefix, view)``: the venv of ``executable`` and the view of it this process's kernels mount
+    (:func:`~.venv_view.venv_view`: found, or made if ``make``), for :func:`~.venv_view.adopt_view` in another
+    process; None for an interpreter outside a venv (mounted as it is), or no view and not ``make``."""
     prefix = _python_prefix(executable)
-    if not (prefix / "pyvenv.cfg").is_file() or not make and prefix not in _VIEWS:
+    if not (prefix / "pyvenv.cfg").is_file() or (view := venv_view(prefix, make=make)) is None:
         return None
-    return str(prefix), str(_neutral_view(prefix))
-
-
-def adopt_view(prefix: str, view: str) -> bool:
-    """Mount ``view`` for the venv ``prefix`` (:func:`python_view` of the teacher's process), instead of hard-linking
-    a copy of its own (80,000 files: a minute of a busy machine's disk to make, and as long to remove, for each Dask
-    worker), if it is a view of that very venv on this machine (their ``pyvenv.cfg`` is one file; on another machine
-    it is not). Its maker removes it. Returns whether it was adopted."""
-    try:
-        one, two = os.stat(Path(prefix, "pyvenv.cfg")), os.stat(Path(view, "pyvenv.cfg"))
-    except OSError:
-        return False
-    if (one.st_dev, one.st_ino) != (two.st_dev, two.st_ino):
-        return False
-    _VIEWS[Path(prefix)] = Path(view)
-    return True
-
-
-def _neutral_view(prefix: Path) -> Path:
-    """A hard-linked copy of ``prefix`` in a temporary folder, so that the mount that shows it in a sandbox does not
-    name the folder it lives in (a repository, the teacher's working folder); ``prefix`` itself where the file
-    system does not allow it (another device, links refused). Made once per process (or adopted)."""
-    if prefix not in _VIEWS:
-        _VIEWS[prefix] = _make_view(prefix)
-    return _VIEWS[prefix]
-
-
-def _make_view(prefix: Path) -> Path:
-    tmp = Path(tempfile.gettempdir())
-    if os.stat(prefix).st_dev != os.stat(tmp).st_dev:  # a venv under /tmp too: its folder names the repository
-        return prefix
-    view = Path(tempfile.mkdtemp(prefix="tl-python-"))
-    view.chmod(0o755)
-    done = subprocess.run(["cp", "-al", f"{prefix}/.", str(view)], capture_output=True)
-    if done.returncode != 0:
-        shutil.rmtree(view, ignore_errors=True)
-        return prefix
-    atexit.register(shutil.rmtree, view, True)
-    return view
+    return str(prefix), str(view)
 
 
 def _python_binds(executable: str) -> tuple[list[tuple[str, ...]], str]:
@@ -124,7 +81,7 @@ def _python_binds(executable: str) -> tuple[list[tuple[str, ...]], str]:
         ),
         "",
     )
-    binds: list[tuple[str, ...]] = [("--ro-bind", str(_neutral_view(prefix)), PYTHON)]
+    binds: list[tuple[str, ...]] = [("--ro-bind", str(venv_view(prefix) or prefix), PYTHON)]
     base = Path(home).resolve().parent if home else None
     if base is not None and base.is_dir() and not base.is_relative_to("/usr"):
         binds += [("--ro-bind", str(base), str(base))]  # the base interpreter a venv's links point to

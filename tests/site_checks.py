@@ -307,6 +307,7 @@ def scans(scripts: dict[str, str]):
         for scan, script in scripts.items():
             record["scans"][scan] = page.evaluate(script)[:3]
 
+    check.__name__ = "scans"
     return check
 
 

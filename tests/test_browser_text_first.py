@@ -5,6 +5,9 @@
   once, when the first figure is about to be drawn (book/_static/plotly-theme.js), and every figure a reader scrolls
   to is drawn; printing draws them all. Counts and the order of events, never a wall-clock limit (the times
   themselves: scripts/page_load_times.py).
+- No chapter holds its text back for a script: only the two small scripts that its inline scripts need are
+  synchronous, every other is deferred (transformer_lib/site/templates/layout.html), and MathJax is fetched after
+  the load event (window.tlMathJax), then typesets every formula.
 - No page runs the theme's icon script (fontawesome.js, 1.49 MB, deferred, so run before DOMContentLoaded): the
   scripts a chapter runs before DOMContentLoaded stay under a budget in bytes, and the theme's icons are drawn from
   its stylesheet's web fonts, on a desktop and on a touch phone, whose ☰ drawer still opens.
@@ -82,6 +85,30 @@ def test_no_chapter_runs_the_icon_script_before_its_text(page: str) -> None:
     assert sum(scripts.values()) < SCRIPTS_BEFORE_DCL_KB * 1024, scripts
 
 
+# what may hold a chapter's parser (a <script src> with neither async nor defer): what runs while the page is parsed
+# needs them (transformer_lib/site/templates/layout.html); every other script is deferred or async
+PARSED_WITH_THE_PAGE = {"documentation_options.js", "plotly-theme.js"}
+PARSER_BLOCKING_KB = 50  # the two: 37 KB
+
+
+@pytest.mark.parametrize("page", _chapters() or ["<no built site>"])
+def test_no_chapter_holds_its_text_back_for_a_script(page: str) -> None:
+    """Only the two scripts that the page's own inline scripts need are synchronous (a dozen were: each held the
+    parser until it had been fetched and run), under a budget in bytes; MathJax is not in the HTML at all (it is
+    fetched after the load event)."""
+    _need(page)
+    html = (SITE / page).read_text(encoding="utf-8")
+    blocking = {
+        re.search(r"\bsrc=\"([^\"?]*)", tag).group(1): tag
+        for tag in re.findall(r"<script\b[^>]*\bsrc=\"[^\"]*\"[^>]*>", html)
+        if not re.search(r"\b(async|defer)\b", tag) and 'type="module"' not in tag
+    }
+    assert {src.rsplit("/", 1)[-1] for src in blocking} <= PARSED_WITH_THE_PAGE, blocking
+    sizes = {src: ((SITE / page).parent / src).stat().st_size for src in blocking}
+    assert sum(sizes.values()) < PARSER_BLOCKING_KB * 1024, sizes
+    assert not re.search(r"<script\b[^>]*\bsrc=\"[^\"]*mathjax", html, re.IGNORECASE), page
+
+
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_the_theme_icons_are_drawn_from_its_web_fonts(view: str, browser, site_url) -> None:
     """Without fontawesome.js, each icon the page shows is an <i>/<span> whose ::before glyph the theme's stylesheet
@@ -124,9 +151,24 @@ def test_plotly_comes_after_the_text_and_draws_every_figure_a_reader_scrolls_to(
         order = tab.evaluate(
             """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
                        plotly: performance.getEntriesByType('resource')
-                         .filter(r => /plotly\\.min\\.js/.test(r.name)).map(r => r.startTime)})"""
+                         .filter(r => /plotly\\.min\\.js/.test(r.name)).map(r => r.startTime),
+                       blocking: performance.getEntriesByType('resource')
+                         .filter(r => r.initiatorType === 'script' && r.renderBlockingStatus === 'blocking')
+                         .map(r => r.name.split('?')[0].split('/').pop())})"""
         )
         assert all(start >= order["load"] for start in order["plotly"]), order
+        # the browser's own view: no script but the two the parsed page needs held the first paint back
+        assert set(order["blocking"]) <= PARSED_WITH_THE_PAGE, order
+        # MathJax (1.2 MB, with its fonts) is fetched after the load event, and then typesets the page's formulas
+        tab.evaluate("() => window.tlMathJax.then(() => true)")
+        mathjax = tab.evaluate(
+            """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
+                       starts: performance.getEntriesByType('resource')
+                         .filter(r => /mathjax/i.test(r.name)).map(r => r.startTime),
+                       typeset: document.querySelectorAll('article mjx-container').length})"""
+        )
+        assert mathjax["starts"] and min(mathjax["starts"]) >= mathjax["load"], mathjax
+        assert mathjax["typeset"] > 10, mathjax
         at_first = _figures(tab)
         assert at_first["all"] > 5 and at_first["drawn"] < at_first["reachable"], at_first  # drawn on demand
         height = tab.evaluate("document.documentElement.scrollHeight")

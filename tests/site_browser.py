@@ -27,7 +27,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
+# the built site: _build/html, or another copy of it named by TL_SITE (to compare two builds)
+SITE = Path(os.environ.get("TL_SITE") or ROOT / "_build" / "html")
 ZH = SITE / "zh"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [

@@ -357,9 +357,9 @@ def test_figure_toolbar_buttons_send_nothing_off_the_machine(browser, site_url: 
     visit = Visit(browser, site_url + "book/04_attention.html")
     page = visit.page
     try:
-        ready(page)
-        figure = page.locator(".tl-plotly-figure").first
+        figure = page.locator(".tl-plotly-figure").first  # drawn as it comes near: the page's other figures may wait
         figure.scroll_into_view_if_needed()
+        figure.locator(".modebar-btn").first.wait_for(state="attached", timeout=DRAWN_TIMEOUT_MS)
         figure.hover()
         titles = figure.locator(".modebar-btn").evaluate_all("bs => bs.map(b => b.getAttribute('data-title'))")
         assert titles and not [t for t in titles if re.search(r"share|cloud|studio|plotly", t or "", re.I)], titles

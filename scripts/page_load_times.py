@@ -26,6 +26,7 @@ import statistics
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -43,6 +44,14 @@ SCRIPT_TAG = re.compile(r"<script\b([^>]*)>", re.IGNORECASE)
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a visit's context closed while a file was still being sent (plotly.js, fetched when the page is idle after
+        # its load event): not an error of the measurement
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def chapters(site: Path) -> list[str]:
@@ -85,7 +94,7 @@ def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, di
     """{page: {"cold"|"warm": {"dcl", "load", "fcp"}}}: medians over ``repeat`` visits, in seconds."""
     from playwright.sync_api import sync_playwright
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    server = _Server(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     results: dict[str, dict[str, dict[str, float | None]]] = {}

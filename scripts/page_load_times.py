@@ -67,7 +67,7 @@ def parser_blocking(site: Path, page: str) -> dict[str, int]:
     html = (site / page).read_text(encoding="utf-8")
     found = {}
     for attributes in SCRIPT_TAG.findall(html):
-        src = re.search(r"\bsrc=\"([^\"]+)\"", attributes)
+        src = re.search(r"(?<![\w-])src=\"([^\"]+)\"", attributes)
         if src is None or re.search(r"\b(async|defer)\b", attributes) or 'type="module"' in attributes:
             continue
         path = (site / page).parent / src.group(1).split("?")[0]
@@ -82,7 +82,7 @@ def scripts_before_dcl(site: Path, page: str) -> dict[str, int]:
     html = (site / page).read_text(encoding="utf-8")
     found = {}
     for attributes in SCRIPT_TAG.findall(html):
-        src = re.search(r"\bsrc=\"([^\"]+)\"", attributes)
+        src = re.search(r"(?<![\w-])src=\"([^\"]+)\"", attributes)
         if src is None or re.search(r"\basync\b", attributes):
             continue
         path = (site / page).parent / src.group(1).split("?")[0]

@@ -52,7 +52,7 @@ def test_figures_are_drawn_as_the_reader_scrolls_to_them(browser, site_url: str)
     page = visit.page
     shown = "[...document.querySelectorAll('.tl-plotly-figure')].filter(d => d.parentElement.offsetParent !== null)"
     try:
-        page.wait_for_timeout(500)
+        page.wait_for_function(f"() => !!{shown}[0].querySelector('.main-svg')", timeout=DRAWN_TIMEOUT_MS)
         drawn = page.evaluate(f"() => {shown}.map(d => !!d.querySelector('.main-svg'))")
         assert len(drawn) > 5 and drawn[0] and not drawn[-1], drawn  # the last figure is far below: not drawn yet
         last = page.evaluate_handle(f"() => {shown}.slice(-1)[0]")

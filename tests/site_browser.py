@@ -27,7 +27,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
+# the built site: _build/html, or another copy of it named by TL_SITE (to compare two builds)
+SITE = Path(os.environ.get("TL_SITE") or ROOT / "_build" / "html")
 ZH = SITE / "zh"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -194,8 +195,9 @@ WIDGETS_DRAWN = (  # the embed manager draws each view in a .widget-subarea just
 MATH_TYPESET = (
     "() => document.querySelectorAll('.math').length === 0 || document.querySelectorAll('mjx-container').length > 0"
 )
-# fonts loaded, MathJax's first typesetting done, and two frames drawn after that
-SETTLED = """() => Promise.all([document.fonts ? document.fonts.ready : null,
+# fonts loaded, MathJax's first typesetting done (MathJax is fetched after the load event: window.tlMathJax, from
+# transformer_lib/site/templates/layout.html), and two frames drawn after that
+SETTLED = """() => Promise.all([document.fonts ? document.fonts.ready : null, window.tlMathJax,
                          window.MathJax && MathJax.startup && MathJax.startup.promise])
   .then(() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))"""
 
@@ -216,6 +218,8 @@ def ready(page, settle_ms: int = 100) -> None:
 # Sweeps: every page once per language and width, every check in that one visit
 
 LOAD_TIMES: dict[str, list[float]] = {}  # sweep name -> seconds from navigation to the load event, per page
+# sweep name -> step ("load", "ready", then each check by name) -> [wall seconds, pages]: where a sweep's time goes
+STEP_TIMES: dict[str, dict[str, list[float]]] = {}
 
 
 def sweep(
@@ -237,6 +241,15 @@ def sweep(
     recorder = Recorder(context, page, withheld)
     results: dict[str, dict] = {}
     times = LOAD_TIMES.setdefault(name, [])
+    steps = STEP_TIMES.setdefault(name, {})
+
+    def timed(step: str, since: float) -> float:
+        now = time.perf_counter()
+        spent = steps.setdefault(step, [0.0, 0])
+        spent[0] += now - since
+        spent[1] += 1
+        return now
+
     try:
         for page_name in pages:
             recorder.clear()
@@ -246,11 +259,14 @@ def sweep(
                 start = time.perf_counter()
                 page.goto(site_url + page_name, wait_until="load")
                 times.append(time.perf_counter() - start)
+                start = timed("load", start)
                 if not _is_redirect(SITE / page_name):
                     ready(page, settle_ms)
+                    start = timed("ready", start)
                 record["errors_when_ready"] = list(recorder.errors)  # before any control is operated
                 for check in checks:
                     check(page, page_name, record)
+                    start = timed(getattr(check, "__name__", "check"), start)
             except Exception as exc:  # playwright's errors: record and go on with the next page
                 record["visit_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
             record["blocked"] = list(recorder.blocked)
@@ -274,8 +290,13 @@ def record_of(sweep: dict[str, dict], name: str, missing: str = NO_SITE) -> dict
 
 
 def load_time_summary() -> list[str]:
-    return [
+    """What the sweeps measured: the load event's median and worst time, and where each sweep's wall time went."""
+    lines = [
         f"{name}: load event after {statistics.median(t):.2f} s median, {max(t):.2f} s at most ({len(t)} pages)"
         for name, t in LOAD_TIMES.items()
         if t
     ]
+    for name, steps in STEP_TIMES.items():
+        spent = ", ".join(f"{step} {s:.1f} s" for step, (s, _) in sorted(steps.items(), key=lambda kv: -kv[1][0]))
+        lines.append(f"{name}: {sum(s for s, _ in steps.values()):.1f} s in all: {spent}")
+    return lines

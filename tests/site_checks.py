@@ -307,6 +307,7 @@ def scans(scripts: dict[str, str]):
         for scan, script in scripts.items():
             record["scans"][scan] = page.evaluate(script)[:3]
 
+    check.__name__ = "scans"
     return check
 
 
@@ -346,6 +347,13 @@ def zh_reading(page, name: str, record: dict[str, Any]) -> None:
     record["zh"] = page.evaluate(ZH_READING)
 
 
+# what a view shows, as a fingerprint of its HTML computed in the page (a view holding drawn figures serializes to
+# hundreds of KB: sent to Python for every option of every menu, it cost more than operating the menu)
+VIEW_FINGERPRINT = """v => { const html = v.innerHTML; let h = 0;
+  for (let i = 0; i < html.length; i++) { h = (Math.imul(h, 31) + html.charCodeAt(i)) | 0; }
+  return html.length + ':' + h; }"""
+
+
 def controls(page, name: str, record: dict[str, Any]) -> None:
     """Operate every control with no kernel: each HTML menu (twins of live controls, the pretrained explorer) through
     every option, and each plotly slider or menu to another step; record those that change nothing."""
@@ -362,13 +370,13 @@ def controls(page, name: str, record: dict[str, Any]) -> None:
             "xpath=ancestor::*[contains(@class, 'tl-precomputed') or contains(@class, 'cell_output') or @id][1]"
         )
         twin = view.evaluate("v => v.classList.contains('tl-precomputed')")
-        before = view.inner_html()
+        before = view.evaluate(VIEW_FINGERPRINT)
         seen = set()
         for value in menu.evaluate("m => [...m.options].map(o => o.value)"):  # two settings may look alike
             menu.select_option(value)
             if twin and view.locator("[data-view]:not([hidden])").count() != 1:
                 dead.append(f"menu {j}, {value}: not exactly one view shown")
-            seen.add(view.inner_html())
+            seen.add(view.evaluate(VIEW_FINGERPRINT))
         if not (len(seen) > 1 and before in seen):
             dead.append(f"menu {j} changes nothing")
     pressed = page.evaluate(PRESS_EVERY_PLOTLY_CONTROL)

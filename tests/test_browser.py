@@ -52,7 +52,7 @@ def test_figures_are_drawn_as_the_reader_scrolls_to_them(browser, site_url: str)
     page = visit.page
     shown = "[...document.querySelectorAll('.tl-plotly-figure')].filter(d => d.parentElement.offsetParent !== null)"
     try:
-        page.wait_for_timeout(500)
+        page.wait_for_function(f"() => !!{shown}[0].querySelector('.main-svg')", timeout=DRAWN_TIMEOUT_MS)
         drawn = page.evaluate(f"() => {shown}.map(d => !!d.querySelector('.main-svg'))")
         assert len(drawn) > 5 and drawn[0] and not drawn[-1], drawn  # the last figure is far below: not drawn yet
         last = page.evaluate_handle(f"() => {shown}.slice(-1)[0]")
@@ -357,9 +357,9 @@ def test_figure_toolbar_buttons_send_nothing_off_the_machine(browser, site_url: 
     visit = Visit(browser, site_url + "book/04_attention.html")
     page = visit.page
     try:
-        ready(page)
-        figure = page.locator(".tl-plotly-figure").first
+        figure = page.locator(".tl-plotly-figure").first  # drawn as it comes near: the page's other figures may wait
         figure.scroll_into_view_if_needed()
+        figure.locator(".modebar-btn").first.wait_for(state="attached", timeout=DRAWN_TIMEOUT_MS)
         figure.hover()
         titles = figure.locator(".modebar-btn").evaluate_all("bs => bs.map(b => b.getAttribute('data-title'))")
         assert titles and not [t for t in titles if re.search(r"share|cloud|studio|plotly", t or "", re.I)], titles

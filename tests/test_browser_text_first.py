@@ -5,6 +5,9 @@
   once, when the first figure is about to be drawn (book/_static/plotly-theme.js), and every figure a reader scrolls
   to is drawn; printing draws them all. Counts and the order of events, never a wall-clock limit (the times
   themselves: scripts/page_load_times.py).
+- No chapter holds its text back for a script: only the two small scripts that its inline scripts need are
+  synchronous, every other is deferred (transformer_lib/site/templates/layout.html), and MathJax is fetched after
+  the load event (window.tlMathJax), then typesets every formula.
 - No page runs the theme's icon script (fontawesome.js, 1.49 MB, deferred, so run before DOMContentLoaded): the
   scripts a chapter runs before DOMContentLoaded stay under a budget in bytes, and the theme's icons are drawn from
   its stylesheet's web fonts, on a desktop and on a touch phone, whose ☰ drawer still opens.
@@ -82,6 +85,30 @@ def test_no_chapter_runs_the_icon_script_before_its_text(page: str) -> None:
     assert sum(scripts.values()) < SCRIPTS_BEFORE_DCL_KB * 1024, scripts
 
 
+# what may hold a chapter's parser (a <script src> with neither async nor defer): what runs while the page is parsed
+# needs them (transformer_lib/site/templates/layout.html); every other script is deferred or async
+PARSED_WITH_THE_PAGE = {"documentation_options.js", "plotly-theme.js"}
+PARSER_BLOCKING_KB = 50  # the two: 37 KB
+
+
+@pytest.mark.parametrize("page", _chapters() or ["<no built site>"])
+def test_no_chapter_holds_its_text_back_for_a_script(page: str) -> None:
+    """Only the two scripts that the page's own inline scripts need are synchronous (a dozen were: each held the
+    parser until it had been fetched and run), under a budget in bytes; MathJax is not in the HTML at all (it is
+    fetched after the load event)."""
+    _need(page)
+    html = (SITE / page).read_text(encoding="utf-8")
+    blocking = {
+        re.search(r"(?<![\w-])src=\"([^\"?]*)", tag).group(1): tag  # src, not the MathJax loader's data-src
+        for tag in re.findall(r"<script\b[^>]*(?<![\w-])src=\"[^\"]*\"[^>]*>", html)
+        if not re.search(r"\b(async|defer)\b", tag) and 'type="module"' not in tag
+    }
+    assert {src.rsplit("/", 1)[-1] for src in blocking} <= PARSED_WITH_THE_PAGE, blocking
+    sizes = {src: ((SITE / page).parent / src).stat().st_size for src in blocking}
+    assert sum(sizes.values()) < PARSER_BLOCKING_KB * 1024, sizes
+    assert not re.search(r"<script\b[^>]*(?<![\w-])src=\"[^\"]*mathjax", html, re.IGNORECASE), page
+
+
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_the_theme_icons_are_drawn_from_its_web_fonts(view: str, browser, site_url) -> None:
     """Without fontawesome.js, each icon the page shows is an <i>/<span> whose ::before glyph the theme's stylesheet
@@ -115,20 +142,31 @@ def _figures(tab) -> dict[str, int]:
     )
 
 
-@pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
-def test_plotly_comes_after_the_text_and_draws_every_figure_a_reader_scrolls_to(page: str, browser, site_url) -> None:
-    _need(page)
+_OPENED: dict[str, dict] = {}  # page -> what one reader's visit saw (opened_and_scrolled)
+
+
+def _open_and_scroll(browser, site_url: str, page: str) -> dict:
+    """A reader opens ``page`` and scrolls to its end, a screen at a time: the order of its requests, its formulas,
+    its figures before and after, and the toolbar of its drawn figures (two tests read one visit)."""
     context, tab = _visit(browser, site_url + page)
     try:
-        # plotly.min.js was not part of opening the page: requested (if yet) only after the load event
-        order = tab.evaluate(
+        seen: dict = {}
+        seen["order"] = tab.evaluate(
             """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
                        plotly: performance.getEntriesByType('resource')
-                         .filter(r => /plotly\\.min\\.js/.test(r.name)).map(r => r.startTime)})"""
+                         .filter(r => /plotly\\.min\\.js/.test(r.name)).map(r => r.startTime),
+                       blocking: performance.getEntriesByType('resource')
+                         .filter(r => r.initiatorType === 'script' && r.renderBlockingStatus === 'blocking')
+                         .map(r => r.name.split('?')[0].split('/').pop())})"""
         )
-        assert all(start >= order["load"] for start in order["plotly"]), order
-        at_first = _figures(tab)
-        assert at_first["all"] > 5 and at_first["drawn"] < at_first["reachable"], at_first  # drawn on demand
+        tab.evaluate("() => window.tlMathJax.then(() => true)")
+        seen["mathjax"] = tab.evaluate(
+            """() => ({load: performance.getEntriesByType('navigation')[0].loadEventStart,
+                       starts: performance.getEntriesByType('resource')
+                         .filter(r => /mathjax/i.test(r.name)).map(r => r.startTime),
+                       typeset: document.querySelectorAll('article mjx-container').length})"""
+        )
+        seen["at_first"] = _figures(tab)
         height = tab.evaluate("document.documentElement.scrollHeight")
         for y in range(0, height + 900, 600):  # a reader scrolling to the end, a screen at a time
             tab.evaluate(f"window.scrollTo(0, {y})")
@@ -139,15 +177,51 @@ def test_plotly_comes_after_the_text_and_draws_every_figure_a_reader_scrolls_to(
                  .every(f => f.classList.contains('js-plotly-plot'))""",
             timeout=DRAWN_TIMEOUT_MS,
         )
-        scrolled = _figures(tab)
-        assert scrolled["drawn"] >= scrolled["reachable"] > 5, scrolled
-        fetched = tab.evaluate(
+        seen["scrolled"] = _figures(tab)
+        seen["fetched"] = tab.evaluate(
             "() => performance.getEntriesByType('resource').filter(r => /plotly\\.min\\.js/.test(r.name)).length"
         )
-        assert fetched == 1, f"{page}: plotly.min.js fetched {fetched} times"
-        assert "plotly.js did not load" not in tab.inner_text("body")
+        seen["unloaded"] = "plotly.js did not load" in tab.inner_text("body")
+        seen["toolbar"] = tab.evaluate(
+            "() => [...document.querySelectorAll('.tl-plotly-figure .modebar-btn')].map(b => b.dataset.title)"
+        )
+        return seen
+    except Exception as exc:  # playwright's errors: each test that reads this visit fails with it
+        return {"visit_error": f"{type(exc).__name__}: {str(exc)[:500]}"}
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def opened(browser, site_url):
+    """``opened(page)``: what a reader's visit of ``page`` saw, visited once for the module's tests."""
+
+    def open_once(page: str) -> dict:
+        _need(page)
+        if page not in _OPENED:
+            _OPENED[page] = _open_and_scroll(browser, site_url, page)
+        assert "visit_error" not in _OPENED[page], f"{page}: {_OPENED[page]['visit_error']}"
+        return _OPENED[page]
+
+    return open_once
+
+
+@pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
+def test_plotly_comes_after_the_text_and_draws_every_figure_a_reader_scrolls_to(page: str, opened) -> None:
+    seen = opened(page)
+    order, mathjax = seen["order"], seen["mathjax"]
+    # plotly.min.js was not part of opening the page: requested (if yet) only after the load event
+    assert all(start >= order["load"] for start in order["plotly"]), order
+    # the browser's own view: no script but the two the parsed page needs held the first paint back
+    assert set(order["blocking"]) <= PARSED_WITH_THE_PAGE, order
+    # MathJax (1.2 MB, with its fonts) is fetched after the load event, and then typesets the page's formulas
+    assert mathjax["starts"] and min(mathjax["starts"]) >= mathjax["load"], mathjax
+    assert mathjax["typeset"] > 10, mathjax
+    at_first, scrolled = seen["at_first"], seen["scrolled"]
+    assert at_first["all"] > 5 and at_first["drawn"] < at_first["reachable"], at_first  # drawn on demand
+    assert scrolled["drawn"] >= scrolled["reachable"] > 5, scrolled
+    assert seen["fetched"] == 1, f"{page}: plotly.min.js fetched {seen['fetched']} times"
+    assert not seen["unloaded"]
 
 
 def test_printing_draws_every_figure(browser, site_url) -> None:
@@ -167,22 +241,15 @@ def test_printing_draws_every_figure(browser, site_url) -> None:
 
 
 @pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
-def test_the_toolbar_speaks_the_pages_language(page: str, browser, site_url) -> None:
-    _need(page)
-    context, tab = _visit(browser, site_url + page)
-    try:
-        tab.wait_for_selector(".tl-plotly-figure .modebar-btn[data-title]", state="attached", timeout=DRAWN_TIMEOUT_MS)
-        titles = tab.evaluate(
-            "() => [...document.querySelectorAll('.tl-plotly-figure .modebar-btn')].map(b => b.dataset.title)"
-        )
-        if page.startswith("zh/"):
-            assert "下载图表为PNG格式" in titles, titles  # plotly's zh-CN locale
-            assert all(CJK.search(t) for t in titles), [t for t in titles if not CJK.search(t)]
-        else:
-            assert "Download plot as a PNG" in titles, titles
-            assert not [t for t in titles if CJK.search(t)], titles
-    finally:
-        context.close()
+def test_the_toolbar_speaks_the_pages_language(page: str, opened) -> None:
+    titles = opened(page)["toolbar"]
+    assert titles, f"{page}: no figure drew its toolbar"
+    if page.startswith("zh/"):
+        assert "下载图表为PNG格式" in titles, titles  # plotly's zh-CN locale
+        assert all(CJK.search(t) for t in titles), [t for t in titles if not CJK.search(t)]
+    else:
+        assert "Download plot as a PNG" in titles, titles
+        assert not [t for t in titles if CJK.search(t)], titles
 
 
 # searchtools.js's ranking: Search._performSearch's results, best last (its display pops them from the end)

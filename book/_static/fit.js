@@ -26,9 +26,10 @@
   }
   window.tlLooksTabular = aligned;  // for the browser test
   document.addEventListener("DOMContentLoaded", function () { wrapText(document); });
-  window.addEventListener("load", function () {  // MathJax has loaded by now; its promise ends with typesetting
-    var mj = window.MathJax, typeset = mj && mj.startup && mj.startup.promise;
-    (typeset || Promise.resolve()).then(function () {
+  // MathJax is fetched after the load event (transformer_lib/site/templates/layout.html); window.tlMathJax is the
+  // promise of its first typesetting, on the pages that have formulas
+  window.addEventListener("load", function () {
+    (window.tlMathJax || Promise.resolve()).then(function () {
       fitMath();
       var resized;
       window.addEventListener("resize", function () { clearTimeout(resized); resized = setTimeout(fitMath, 150); });

@@ -321,8 +321,10 @@ def test_a_reference_call_fails_and_is_flagged(hostile):
 def test_patched_checks_and_a_patched_library_cannot_pass_stubs(hostile):
     graded, _, _, before = hostile
     for student in ("patch", "libpatch", "untouched"):
-        assert _passed(graded[student]) == [False, False, False], student
-    assert [r.error for r in graded["patch"].results] == ["RecordingMismatch", "RecordingMismatch", "RecordingError"]
+        assert _passed(graded[student]) == [False] * len(exercises("04_masks")), student
+    # the patch forges the recording of the decoder's mask; every other check's recording no longer matches
+    forged = ["RecordingError" if name == "decoder_mask" else "RecordingMismatch" for name in exercises("04_masks")]
+    assert [r.error for r in graded["patch"].results] == forged
     assert any("_CHECKS" in f for f in graded["patch"].results[0].flags)
     assert all(r.not_implemented for r in graded["untouched"].results + graded["libpatch"].results)
     assert _library_digest() == before  # the library the grader imports is untouched
@@ -360,7 +362,7 @@ def test_a_cell_that_ignores_interrupts_is_killed_and_named(hostile):
 @pytest.mark.slow
 def test_an_exiting_scratch_cell_does_not_zero_correct_functions(hostile):
     g = hostile[0]["exit"]
-    assert _passed(g) == [True, True, True]
+    assert _passed(g) == [True] * len(exercises("04_masks"))
     assert any(p.startswith(f"Cell {_cell_number('exit', 'os._exit')} stopped the kernel") for p in g.problems)
 
 

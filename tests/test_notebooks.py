@@ -597,20 +597,6 @@ def test_solution_code_cells_are_folded_in_jupyterlab_too(path: Path) -> None:
 # fault those steps warn about, planted in a copy, fails the rule that promises to catch it
 # ---------------------------------------------------------------------------------------------------------------------
 TINY = ROOT / "tests" / "fixtures" / "chapter" / "99_tiny.ipynb"
-PAGE_RULES = [
-    test_committed_without_outputs,
-    test_chapter_imports_the_library_and_fixes_seeds,
-    test_chapter_runs_torch_on_one_thread,
-    test_chapter_does_not_redefine_library_names,
-    test_live_controls_show_no_dead_widget_on_the_site,
-    test_chapter_opens_on_colab_with_its_library,
-    test_chapter_is_listed_in_the_toc,
-    test_chapter_opens_with_its_goal_prerequisites_and_time,
-    test_chapter_opens_with_its_part_of_figure_1,
-    test_chapter_ends_with_a_summary_and_folded_exercises,
-    test_folded_blocks_use_the_form_that_folds_everywhere,
-    test_solution_code_cells_are_folded_in_jupyterlab_too,
-]
 
 
 def page_failures(path: Path) -> dict[str, str]:
@@ -686,6 +672,9 @@ def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails
     def a_bare_widget(cells: dict) -> None:
         cells["import torch"].source += "\nwidgets.interact(print, x=widgets.IntSlider(1))"
 
+    def an_unfolded_setup_cell(cells: dict) -> None:
+        cells["import torch"].metadata.tags = []
+
     def an_assert_without_a_message(cells: dict) -> None:
         cells["# Check: 15 of 25 pairs open"].source = "# Check: 15 of 25 pairs open\nassert int(mask.sum()) == 15"
 
@@ -699,6 +688,7 @@ def test_a_page_written_as_contributing_says_passes_and_each_planted_fault_fails
         a_myst_dropdown_hint: ("test_chapter_ends_with_a_summary_and_folded_exercises", "no folded hint"),
         no_summary: ("test_chapter_ends_with_a_summary_and_folded_exercises", "not a summary"),
         an_open_solution_cell: ("test_solution_code_cells_are_folded_in_jupyterlab_too", "are not folded"),
+        an_unfolded_setup_cell: ("test_the_model_in_front_and_the_machinery_folded", "the first code a reader sees"),
         an_assert_without_a_message: ("check cells", "check cell 6, line 2: assert int(mask.sum()) == 15: give it"),
     }
     for plant, (rule, message) in planted.items():
@@ -893,3 +883,37 @@ def test_the_folding_rules_catch_a_planted_fault() -> None:
         ]
     )
     assert checks_per_section(two_checks) == {"1.1 A": 2}
+
+
+# Every rule above and below that takes one page (``-k NN_name`` runs each on a new chapter); the list sits at the
+# end of the file so that it can name the rules defined after the tiny page's test
+PAGE_RULES = [
+    test_committed_without_outputs,
+    test_chapter_imports_the_library_and_fixes_seeds,
+    test_chapter_runs_torch_on_one_thread,
+    test_chapter_does_not_redefine_library_names,
+    test_chapter_is_listed_in_the_toc,
+    test_no_formula_line_starts_like_a_list_item,
+    test_live_controls_show_no_dead_widget_on_the_site,
+    test_chapter_opens_on_colab_with_its_library,
+    test_chapter_opens_with_its_goal_prerequisites_and_time,
+    test_chapter_opens_with_its_part_of_figure_1,
+    test_tool_boxes_point_forward_with_a_link,
+    test_chapter_ends_with_a_summary_and_folded_exercises,
+    test_folded_blocks_use_the_form_that_folds_everywhere,
+    test_solution_code_cells_are_folded_in_jupyterlab_too,
+    test_the_model_in_front_and_the_machinery_folded,
+]
+
+
+def test_the_tiny_page_is_held_to_every_page_rule() -> None:
+    """Each test of this file that takes one page is in PAGE_RULES (the check cells' rule runs as
+    check_cell_problems), so that a rule added later holds the tiny page, and CONTRIBUTING's steps, to it too."""
+    per_page = {
+        name
+        for name, test in globals().items()
+        if name.startswith("test_")
+        and any(mark.name == "parametrize" and mark.args[0] == "path" for mark in getattr(test, "pytestmark", []))
+    }
+    missing = per_page - {rule.__name__ for rule in PAGE_RULES} - {"test_check_cells_assert_and_are_hidden"}
+    assert not missing, f"page rules that the tiny page is not held to: {sorted(missing)}; add them to PAGE_RULES"

@@ -903,6 +903,7 @@ PAGE_RULES = [
     test_folded_blocks_use_the_form_that_folds_everywhere,
     test_solution_code_cells_are_folded_in_jupyterlab_too,
     test_the_model_in_front_and_the_machinery_folded,
+    test_one_check_per_section,
 ]
 
 

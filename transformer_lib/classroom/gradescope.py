@@ -135,10 +135,12 @@ NOBODY = 65534  # the unprivileged user (and group) a kernel runs as where bubbl
 # `nobody`, then becomes the kernel through setpriv (as the bubblewrap route does: every group, id and capability
 # dropped; the same process, so the grader's signals reach it).
 _DROP = """import os, sys
-connection = sys.argv[sys.argv.index("-f") + 1]
+connection = os.path.realpath(sys.argv[sys.argv.index("-f") + 1])
 folder = os.path.dirname(connection)
+if not os.path.basename(folder).startswith("tl-kernel-"):  # never hand a shared folder (/tmp, the cwd) to nobody
+    sys.exit("tl-nobody: the connection file is not in a kernel folder of the grader's: " + connection)
 for path in (folder, os.path.join(folder, "sockets"), os.getcwd(), connection):
-    if os.path.exists(path):
+    if os.path.exists(path) and (path == folder or os.path.realpath(path).startswith(folder + os.sep)):
         os.chown(path, {uid}, {uid})
 drop = ["setpriv", "--reuid={uid}", "--regid={uid}", "--clear-groups", "--bounding-set=-all"]
 os.execvp("setpriv", drop + [{python!r}, "-m", "ipykernel_launcher", "-f", connection])

@@ -21,7 +21,7 @@ import pytest
 from transformer_lib.classroom import cluster, grade, sandbox
 from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.registry import ASSIGNMENTS
-from transformer_lib.classroom.workers import remove_stale
+from transformer_lib.classroom.workers import remove_stale, worker_gone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))
 from make_submissions import solved  # noqa: E402
@@ -135,17 +135,6 @@ def _kill_whoever_grades(address: str, match: str, stop: threading.Event, kill) 
     return killed
 
 
-def _alive(folder: Path) -> bool:
-    """Whether the worker whose temporary folder this is (tl-worker-<pid>-<random>) is still running."""
-    try:
-        os.kill(int(folder.name.split("-")[2]), 0)
-    except (ProcessLookupError, ValueError, IndexError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @pytest.mark.slow
 @needs_bwrap
 def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_class_is_graded(tmp_path, monkeypatch):
@@ -199,7 +188,7 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     # removed that worker's folder (a fresh run, and a run alone, failed on that race): no folder of a running
     # worker is left, and what a dead one left goes at the next worker's start (remove_stale, as here)
     left = list(temporary.glob("tl-worker-*"))
-    assert not [f for f in left if _alive(f)], left
+    assert all(worker_gone(f) for f in left), left
     remove_stale(str(temporary))
     assert not list(temporary.glob("tl-*")), list(temporary.iterdir())
 

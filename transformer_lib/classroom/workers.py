@@ -26,7 +26,7 @@ from .bwrap import adopt_view
 from .sandbox import LibraryCopy, bwrap_problem
 from .stubs import stubs_for
 
-__all__ = ["Prepare", "library_for", "prepare_worker", "remove_stale"]
+__all__ = ["Prepare", "library_for", "prepare_worker", "remove_stale", "worker_gone"]
 
 _LIBRARIES: dict[str, LibraryCopy] = {}  # this worker's read-only library copy per assignment, made once
 _LOCK = threading.Lock()
@@ -69,14 +69,22 @@ def remove_stale(temporary: str | None = None) -> list[str]:
     its notebook's kernel folder). Returns the folders removed."""
     removed = []
     for folder in Path(temporary or tempfile.gettempdir()).glob(f"{_ROOT_PREFIX}*-*"):
-        try:
-            os.kill(int(folder.name[len(_ROOT_PREFIX) :].split("-")[0]), 0)
-        except ProcessLookupError:  # its worker is gone
+        if worker_gone(folder):
             _remove_tree(folder)
             removed.append(str(folder))
-        except (ValueError, OSError):  # not a worker's folder, or the process of another user: alive
-            continue
     return removed
+
+
+def worker_gone(folder: Path) -> bool:
+    """Whether ``folder`` (``tl-worker-<pid>-*``) is a worker's whose process is gone; False for a folder not named
+    so, or a process of another user (alive)."""
+    try:
+        os.kill(int(folder.name[len(_ROOT_PREFIX) :].split("-")[0]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, OSError):
+        return False
+    return False
 
 
 def prepare_worker(

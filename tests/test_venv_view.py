@@ -5,6 +5,8 @@ user could have made it."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,8 @@ def venv(tmp_path, monkeypatch):
     (prefix / "lib" / "pkg" / "__pycache__" / "mod.pyc").write_bytes(b"\0")
     (tmp_path / "views").mkdir()
     monkeypatch.setattr(venv_view, "VIEW_ROOTS", (str(tmp_path / "views"),))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # (views are looked for there too)
     monkeypatch.setattr(venv_view, "_VIEWS", {})
     monkeypatch.setattr(venv_view, "_HELD", {})
     yield prefix
@@ -91,3 +95,26 @@ def test_without_make_a_missing_view_is_none_and_a_half_made_one_is_removed(venv
     (half / "lib").mkdir(parents=True)
     view = venv_view.venv_view(venv)
     assert not half.exists() and venv_view.views_of(venv) == [view]
+
+
+def test_a_run_removes_the_views_of_deleted_venvs_and_unused_old_views_once_no_process_holds_them(venv, monkeypatch):
+    """/var/tmp held 12 GB of views of venvs long deleted: each process that finds its view (a grading run's start)
+    removes, under the lock, this user's views whose venv is gone and its venv's older views, unless a process holds
+    them."""
+    gone = venv.parent / "gone" / ".venv"  # another venv, graded with once, then deleted
+    shutil.copytree(venv, gone)
+    current = venv_view.venv_view(venv)
+    orphan = venv_view.venv_view(gone)
+    held = _new_process(monkeypatch)
+    (venv / "lib" / "pkg" / "new.py").write_text("y = 2\n")
+    newer = venv_view.venv_view(venv)  # made: the first view is older and held
+    _new_process(monkeypatch)
+    shutil.rmtree(gone)
+    assert venv_view.orphans() == [orphan] and current.exists()
+    assert venv_view.venv_view(venv) == newer and orphan.exists() and current.exists()  # both still held
+    for fd in held.values():
+        os.close(fd)  # the processes that mounted them end
+    _new_process(monkeypatch)
+    assert venv_view.venv_view(venv) == newer  # found, not made: the run's start tidies all the same
+    assert not orphan.exists() and not current.exists() and venv_view.orphans() == []
+    assert venv_view.views_of(venv) == [newer]

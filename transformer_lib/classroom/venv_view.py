@@ -13,8 +13,10 @@ than the venv), named after a hash of the venv's path (``<venv>``) and of its st
 link follows every change made to a file in place; what it cannot follow is a file added, removed or replaced, and
 each of those changes the modification time of the folder it is in. The state is those times, of every folder of the
 venv (``__pycache__`` left out: a compiled file missing from the view costs the kernel time, not correctness), so an
-installation, an upgrade or an edited file gives a new name and a new view; the maker then removes the venv's older
-views that no process holds (each process that mounts a view holds a shared lock on its folder while it lives). One
+installation, an upgrade or an edited file gives a new name and a new view. Each process that finds or makes its view
+(the teacher's at the start of a grading run, each ``run_autograder``) then removes, under the lock below, the venv's
+older views and this user's views of venvs that no longer exist (:func:`orphans`) that no process holds (each process
+that mounts a view holds a shared lock on its folder while it lives). One
 process makes a view while the others wait on a lock (``tl-python-<uid>-<venv>.lock``); a view is used only if it is
 a real folder, owned by this user, writable by no one else, and its ``pyvenv.cfg`` is the venv's own file.
 """
@@ -31,7 +33,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["VIEW_ROOTS", "adopt_view", "state", "venv_view", "views_of"]
+__all__ = ["VIEW_ROOTS", "adopt_view", "orphans", "state", "venv_view", "views_of"]
 
 VIEW_ROOTS = ("/var/tmp", "/tmp")  # where a view is kept (the first on the venv's device), before the TMPDIR
 _VIEWS: dict[Path, Path] = {}  # this process's view of each venv (found, made, or adopted)
@@ -98,6 +100,22 @@ def views_of(prefix: Path) -> list[Path]:
     return sorted(p for p in root.glob(f"{_stem(prefix)}-*") if p.is_dir() and ".partial-" not in p.name)
 
 
+def _remove(view: Path) -> bool:
+    """Remove ``view`` unless a process holds it (a shared lock: a grader mounts it). Returns whether it went."""
+    try:
+        fd = os.open(view, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held
+        os.close(fd)
+        return False
+    shutil.rmtree(view, ignore_errors=True)
+    os.close(fd)
+    return not view.exists()
+
+
 def _remove_unused(prefix: Path, keep: Path) -> None:
     """Remove the views of ``prefix`` other than ``keep`` that no process holds, and the half-made ones (their maker
     died: a view is made only under the lock that the caller holds)."""
@@ -106,19 +124,46 @@ def _remove_unused(prefix: Path, keep: Path) -> None:
         if old == keep or not old.is_dir() or old.is_symlink():
             continue
         if ".partial-" not in old.name:
-            try:
-                fd = os.open(old, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # a running grader mounts it
-                os.close(fd)
-                continue
-            shutil.rmtree(old, ignore_errors=True)
-            os.close(fd)
+            _remove(old)
         else:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def orphans() -> list[Path]:
+    """This user's finished views, in every folder a view is kept in, whose venv is gone (deleted, or made again in
+    its place): no file outside the views links their ``pyvenv.cfg`` any more (its link count is the number of views
+    that hold it), so no process will find them again. A view without a ``pyvenv.cfg`` is one too."""
+    roots = {os.path.realpath(r) for r in (*VIEW_ROOTS, tempfile.gettempdir()) if os.path.isdir(r)}
+    mine = f"tl-python-{os.geteuid()}-"
+    by_file: dict[tuple[int, int], list[Path]] = {}
+    links: dict[tuple[int, int], int] = {}
+    found = []
+    for root in sorted(roots):
+        for view in Path(root).glob(f"{mine}*"):
+            if ".partial-" in view.name or view.name.endswith(".lock") or view.is_symlink() or not view.is_dir():
+                continue
+            try:
+                info = os.stat(view / "pyvenv.cfg", follow_symlinks=False)
+            except OSError:
+                found.append(view)
+                continue
+            key = (info.st_dev, info.st_ino)
+            by_file.setdefault(key, []).append(view)
+            links[key] = info.st_nlink
+    for key, views in by_file.items():
+        if links[key] <= len(views):
+            found += views
+    return sorted(found)
+
+
+def _tidy(prefix: Path, keep: Path) -> list[Path]:
+    """Under the lock of ``prefix``'s views: remove its views other than ``keep`` that no process holds, and this
+    user's views of venvs that are gone (:func:`orphans`) that no process holds. Returns the views removed."""
+    before = set(views_of(prefix))
+    _remove_unused(prefix, keep)
+    removed = [v for v in before if not v.exists()]
+    removed += [v for v in orphans() if v != keep and _remove(v)]
+    return sorted(removed)
 
 
 def _make(prefix: Path, make: bool = True) -> Path | None:
@@ -128,21 +173,25 @@ def _make(prefix: Path, make: bool = True) -> Path | None:
     if root is None:  # a venv on a device of its own: mounted where it is
         return prefix
     view = root / f"{_stem(prefix)}-{state(prefix)}"
-    if _hold(view, prefix):
-        return view
+    found = _hold(view, prefix)
     if not make:
-        return None
+        return view if found else None
     try:
         lock = os.open(root / f"{_stem(prefix)}.lock", os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError:
-        return prefix
+        return view if found else prefix
     try:
         if os.fstat(lock).st_uid != os.geteuid():  # another user's file in a shared folder: not to be waited on
-            return prefix
+            return view if found else prefix
+        if found:  # tidy up unless another process is making a view right now (it tidies)
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _tidy(prefix, keep=view)
+            return view
         fcntl.flock(lock, fcntl.LOCK_EX)  # one maker at a time; the others find its view when they get the lock
         if _hold(view, prefix):
             return view
-        _remove_unused(prefix, keep=view)
+        _tidy(prefix, keep=view)
         partial = Path(tempfile.mkdtemp(prefix=f"{view.name}.partial-", dir=root))
         done = subprocess.run(["cp", "-al", f"{prefix}/.", str(partial)], capture_output=True)
         if done.returncode != 0:

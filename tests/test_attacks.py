@@ -1100,16 +1100,24 @@ def test_flags_read_star_imports_code_from_data_and_other_packages(exercise, cod
     assert any(f.startswith(flag) for f in found), found
 
 
-def test_the_nbgrader_route_says_it_runs_student_code_with_the_teachers_rights(tmp_path, capsys):
+def test_the_nbgrader_route_grades_in_the_sandbox_and_says_so(tmp_path, capsys):
     """nbgrader autograde ran student code as the teacher (as uid 0, the solutions readable) and a wrong answer that
-    patched its check got 10/10 there, without a word. The export now says so, in its output and its config."""
+    patched its check got 10/10 there, without a word. The export's config now replaces nbgrader's Execute step by
+    tl-grade's engine (the same grade on both routes: test_nbgrader_export's round trip), and says so."""
     from transformer_lib.classroom import assignments
+    from transformer_lib.classroom.nbgrader_export import GRADER
 
     assert assignments.main(["--nbgrader", str(tmp_path / "course")]) == 0
     said = capsys.readouterr().err
     config = (tmp_path / "course" / "nbgrader_config.py").read_text()
     for text in (said, config):
-        assert "runs each student's code with YOUR rights" in text and "patch the check" in text, text
+        assert "tl-grade's bubblewrap sandbox" in text and "patches its check" in text, text
+    from traitlets.config import Config
+
+    loaded = Config()
+    exec(config, {"get_config": lambda: loaded})  # as nbgrader loads it: autograde's first step is ours, no Execute
+    steps = loaded.Autograde.autograde_preprocessors
+    assert steps[0] == GRADER and not any(step.endswith(".Execute") for step in steps), steps
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -114,6 +114,48 @@ def test_an_exported_check_in_parts_ends_with_the_points_its_parts_earn():
         assert eval(last, namespace) == expected == exercise.earned(verdict)
 
 
+def test_the_autograde_outputs_give_nbgrader_the_points_of_our_grader():
+    """nbgrader's own determine_grade, read from the outputs GradeInSandbox writes into each test cell, gives
+    Exercise.earned for a pass, a fail in parts (partial credit), a fail, a fail of a 0-point extension and an
+    exercise not graded; the verdict, flags and the notebook's notes are shown on stdout, nothing on stderr."""
+    from nbgrader.utils import determine_grade
+
+    from transformer_lib.classroom.graded import GradedNotebook
+    from transformer_lib.classroom.nbgrader_export import grade_id_of
+    from transformer_lib.classroom.nbgrader_grade import cell_outputs
+
+    parts = {"scaling": False, "softmax rows": True, "masking": True, "returned weights": True}
+    cases = [  # (assignment, exercise, its result or None, the points tl-grade gives)
+        ("03_attention", "attention", CheckResult("attention", True, "ok"), 10),
+        ("03_attention", "attention", CheckResult("attention", False, "no scaling", parts=parts), 7),
+        ("03_attention", "attention", CheckResult("attention", False, "wrong", parts=dict.fromkeys(parts, False)), 0),
+        ("04_masks", "causal_mask", CheckResult("causal_mask", False, "the future"), 0),
+        ("04_masks", "causal_mask", None, 0),
+    ]
+    extension = next((a.id, ex) for a in ASSIGNMENTS.values() for ex in a.exercises if ex.extension)
+    cases.append((extension[0], extension[1].name, CheckResult(extension[1].name, False, "no"), 0))
+    for aid, name, result, points in cases:
+        graded = GradedNotebook("s", aid, Path(f"{aid}.ipynb"), problems=["cell 3 raised"], notes=["a note"])
+        graded.results = [result] if result is not None else []
+        if result is not None:
+            result.flags = ["patches a check: the teacher decides"]
+            assert ASSIGNMENTS[aid].exercise(name).earned(result) == points
+        outputs = cell_outputs(graded)
+        exercise = ASSIGNMENTS[aid].exercise(name)
+        max_points = 0 if exercise.extension else exercise.points
+        cell = nbformat.from_dict(
+            nbformat.v4.new_code_cell("result = checks.check_x(x)", outputs=outputs[grade_id_of(name)])
+        )
+        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": max_points, "grade_id": "t"}
+        assert determine_grade(cell) == (points if max_points else 0, max_points), (name, result, outputs)
+        assert not any(o.get("name") == "stderr" for o in outputs[grade_id_of(name)])
+        shown = "".join(o.get("text", "") for out in outputs.values() for o in out)
+        assert "cell 3 raised" in shown and "a note" in shown  # once, on the first test cell
+        assert shown.count("a note") == 1
+        if result is not None:
+            assert ("PASS" if result.passed else "FAIL") in shown and "patches a check" in shown
+
+
 def test_the_export_refuses_a_used_folder_and_a_missing_one(tmp_path):
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "x").write_text("")
@@ -127,6 +169,11 @@ def test_the_export_refuses_a_used_folder_and_a_missing_one(tmp_path):
 # The real nbgrader (the [classroom] extra): generate_assignment of all six in one run, then one autograde run and
 # our grader on the same seven submissions of 04_masks and 03_attention (fourteen kernels)
 # --------------------------------------------------------------------------------------------------------------
+PATCH = """from transformer_lib.classroom.checks import CheckResult
+
+checks.check_attention = lambda f, *args, **kwargs: CheckResult("attention", True, "all good")"""
+
+
 def nbgrader(course, *args):
     bin_dir = Path(sys.executable).parent  # nbgrader runs the `alembic` command when it creates its database
     env = {
@@ -175,7 +222,10 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
     unscaled = nbformat.from_dict(attention)
     (cell,) = [c for c in unscaled.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
     cell.source = cell.source.replace("/ math.sqrt(d_k)", "")
-    by_assignment = {aid: submissions, "03_attention": {"correct": attention, "unscaled": unscaled}}
+    patched = nbformat.from_dict(unscaled)  # the same wrong answer, and a check that says it passed
+    (cell,) = [c for c in patched.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
+    cell.source += f"\n\n\n{PATCH}"
+    by_assignment = {aid: submissions, "03_attention": {"correct": attention, "unscaled": unscaled, "patched": patched}}
     for assignment, notebooks in by_assignment.items():
         for student, nb in notebooks.items():
             for where in (
@@ -219,5 +269,11 @@ def test_nbgrader_generates_every_assignment_and_autogrades_like_our_grader(cour
         ("handout_untouched", "decoder_mask"): 0,
         ("correct", "attention"): 10,
         ("unscaled", "attention"): 7,  # partial credit in both graders: scaling (3 points) lost
+        ("patched", "attention"): 7,  # its patched check is the kernel's: both routes judge in the grader's process
     }
+    # what nbgrader's autograded notebook shows in the test cell: the verdict, and the flag for the teacher
+    autograded = nbformat.read(course / "autograded" / "patched" / "03_attention" / "03_attention.ipynb", as_version=4)
+    (cell,) = [c for c in autograded.cells if meta(c).get("grade_id") == "test_attention"]
+    shown = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    assert "FAIL" in shown and "check" in shown.split("flags:")[-1], shown
     print(f"nbgrader round trip: {time.perf_counter() - start:.0f} s")

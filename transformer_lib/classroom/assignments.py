@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .nbgrader_export import TEACHERS_RIGHTS, export_course, nbgrader_notebook
+from .nbgrader_export import SANDBOXED, export_course, nbgrader_notebook
 from .registry import ANSWER_HERE, ASSIGNMENTS, BEGIN, END, Assignment, Exercise, get_assignment
 
 __all__ = [
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         written = export_course(args.nbgrader, _solutions_dir(args.root, args.solutions))
         print(f"nbgrader course with {len(written)} assignments: {args.nbgrader}")
         print(f"Then: cd {args.nbgrader} && nbgrader generate_assignment {written[0].stem}")
-        print(f"WARNING: {TEACHERS_RIGHTS}", file=sys.stderr)
+        print(f"Note: {SANDBOXED}", file=sys.stderr)
         return 0
     if args.teacher_book:
         dest = build_teacher_book(

@@ -12,9 +12,13 @@ nbgrader reads roles from each cell's ``metadata.nbgrader`` (schema version 3), 
   its stub, ``raise NotImplementedError()``, which our checks report as "not implemented yet");
 * each exercise's check cell is an *autograded test* (``grade``, ``points`` from
   :data:`~transformer_lib.classroom.assignments.ASSIGNMENTS`, ``grade_id`` ``test_<exercise>``). nbgrader gives
-  a test cell its points unless its output holds an error or anything on stderr, so the exported cell prints the
-  check's result and then raises ``AssertionError`` when the check failed. nbgrader has no automatic extra
-  credit: an optional extension's test is worth 0 points there (it runs and shows PASS or FAIL; add extra
+  a test cell its points unless its output holds an error or anything on stderr, and reads a number as a partial
+  score. The export's ``nbgrader_config.py`` has ``autograde`` grade with tl-grade's engine in place of running the
+  notebook (:mod:`~transformer_lib.classroom.nbgrader_grade`): the check cells never run there, and their outputs
+  are written from tl-grade's verdicts. The cells still work when the notebook is run (by a student, by
+  ``nbgrader validate``, or by nbgrader's own ``Execute`` if the config is changed): each prints the check's result
+  and raises ``AssertionError`` when the check failed, or ends with the points its passed parts earn. nbgrader has
+  no automatic extra credit: an optional extension's test is worth 0 points there (it shows PASS or FAIL; add extra
   credit by hand in formgrader);
 * the markdown cell tagged ``answer`` (the written questions) is a *manually graded answer*, one point per
   question, as in the gradebook's answers sheet;
@@ -30,27 +34,51 @@ from typing import Any
 
 from .registry import ANSWER_HERE, BEGIN, END, get_assignment
 
-__all__ = ["nbgrader_notebook", "export_course", "CONFIG", "TEACHERS_RIGHTS"]
+__all__ = ["nbgrader_notebook", "export_course", "grade_id_of", "CONFIG", "GRADER", "SANDBOXED"]
 
-TEACHERS_RIGHTS = (
-    "nbgrader autograde runs each student's code with YOUR rights, in a kernel of your own, with no sandbox: it "
-    "can read your files (other submissions, the solutions), write them, and patch the check it is graded by (a "
-    "wrong answer that patches its check scores full marks there, 7 of 10 and a flag with tl-grade: nbgrader reads "
-    "the grade from the student's own kernel, so no sandbox could change that). Grade with tl-grade (bubblewrap), or "
-    "run nbgrader as a user and on a machine that hold nothing a student must not reach."
+GRADER = "transformer_lib.classroom.nbgrader_grade.GradeInSandbox"  # nbgrader's Execute step, replaced
+
+SANDBOXED = (
+    "nbgrader autograde grades with tl-grade's engine here (nbgrader_config.py replaces nbgrader's Execute step by "
+    f"{GRADER}): each submission runs in tl-grade's bubblewrap sandbox with its limits, never in a kernel of yours, "
+    "and its points are the verdicts replayed in the grader's process, so a wrong answer that patches its check gets "
+    "the same points and flag as with tl-grade. Keep that line in nbgrader_config.py: nbgrader's own Execute runs "
+    "every student's code with YOUR rights and takes the score from the student's own kernel. nbgrader validate "
+    "(and the students' own runs) still execute the notebook as whoever runs it."
 )
+
+
+def grade_id_of(exercise: str) -> str:
+    """The ``grade_id`` of ``exercise``'s autograded test cell."""
+    return _grade_id(f"test_{exercise}")
+
+
+def _grade_id(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
 
 CONFIG = f"""# nbgrader's configuration for the course that the book's assignments exported
 # (python -m transformer_lib.classroom.assignments --nbgrader)
 #
-# WARNING: {TEACHERS_RIGHTS}
+# {SANDBOXED}
 #
 c = get_config()  # noqa: F821 (nbgrader defines it)
 c.CourseDirectory.course_id = "attention-by-running-it"
 # The stubs that replace the marked solutions: the same words as the book's own student notebooks.
 c.ClearSolutions.text_stub = {ANSWER_HERE!r}
-# A check runs the student's function on a few dozen inputs with a time limit per call; allow a cell minutes.
-c.Execute.timeout = 300
+# autograde: tl-grade's engine in place of nbgrader's Execute (the other steps are nbgrader's defaults)
+c.Autograde.autograde_preprocessors = [
+    {GRADER!r},
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# tl-grade's limits, by default its command line's (`tl-grade --help`); e.g. seconds per cell, the kernel's heap in MB:
+# c.GradeInSandbox.cell_timeout = 60
+# c.GradeInSandbox.memory_mb = 2048
 """
 
 _CHECK_CALL = re.compile(r"checks\.(check_\w+)\(")
@@ -64,7 +92,7 @@ def _meta(
         "grade": grade,
         "solution": solution,
         "locked": locked,
-        "grade_id": re.sub(r"[^A-Za-z0-9_-]", "_", grade_id),
+        "grade_id": _grade_id(grade_id),
     }
     if grade:
         meta["points"] = points
@@ -121,7 +149,7 @@ def nbgrader_notebook(solution: Any, assignment_id: str) -> Any:
             elif "check" in tags and exercise is not None:
                 cell.source = _raising_check(cell.source, exercise.check, () if exercise.extension else exercise.parts)
                 cell.metadata["nbgrader"] = _meta(
-                    f"test_{exercise.name}",
+                    grade_id_of(exercise.name),
                     grade=True,
                     locked=True,
                     points=0 if exercise.extension else exercise.points,

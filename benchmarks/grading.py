@@ -49,7 +49,17 @@ from typing import Any
 
 from .common import environment, summarize, write_result
 
-__all__ = ["ENGINES", "QUICK", "FULL", "make_class", "grading_benchmark", "projection", "table"]
+__all__ = [
+    "ENGINES",
+    "QUICK",
+    "FULL",
+    "KernelPeaks",
+    "attackers_memory",
+    "make_class",
+    "grading_benchmark",
+    "projection",
+    "table",
+]
 
 ENGINES = ("serial", "local", "scheduler")
 QUICK = dict(small=2, large=4, repeats=1, workers=2)
@@ -325,6 +335,119 @@ def grading_benchmark(
     }
 
 
+_ATTACKS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "attacks"
+
+
+class KernelPeaks:
+    """The resident memory of each sandbox, sampled every ``interval`` seconds from ``/proc`` while it runs: a
+    sandbox is the processes whose command line names a kernel folder under ``under`` (its kernel and whatever the
+    kernel forks); its peak is the largest sum of their ``VmRSS`` seen, and ``VmHWM`` (each process's own high-water
+    mark) the largest of one process. Sampled: a peak shorter than ``interval`` can be missed by the sum. The
+    grader's own processes below this one (the workers, and the child each forks to hold a kernel's client,
+    :mod:`~transformer_lib.classroom.client_process`) are followed too: the largest ``VmHWM`` of each."""
+
+    def __init__(self, under: Path, interval: float = 0.1) -> None:
+        import threading
+
+        self.under, self.interval = str(under), interval
+        self.sums: dict[str, int] = {}  # kB, per kernel folder
+        self.hwm: dict[str, int] = {}
+        self.grader: dict[int, int] = {}  # kB, VmHWM of each process of the grader's below this one
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _status(proc: Path) -> dict[str, str]:
+        return dict(line.split(":", 1) for line in (proc / "status").read_text().splitlines() if ":" in line)
+
+    def _run(self) -> None:
+        me = str(os.getpid())
+        while not self._stop.is_set():
+            now: dict[str, int] = {}
+            parents: dict[str, str] = {}
+            for proc in Path("/proc").iterdir():
+                if not proc.name.isdigit():
+                    continue
+                with contextlib.suppress(OSError):
+                    argv = (proc / "cmdline").read_bytes().split(b"\0")
+                    if b"ipykernel_launcher" not in b" ".join(argv) or b"-f" not in argv:
+                        if not argv[0].endswith(b"bwrap"):  # (the sandbox's own processes: a few MB)
+                            parents[proc.name] = self._status(proc)["PPid"].strip()
+                        continue
+                    folder = os.fsdecode(argv[argv.index(b"-f") + 1]).rsplit("/", 1)[0]
+                    if not folder.startswith(self.under):
+                        continue
+                    status = self._status(proc)
+                    rss, hwm = int(status["VmRSS"].split()[0]), int(status["VmHWM"].split()[0])
+                    now[folder] = now.get(folder, 0) + rss
+                    self.hwm[folder] = max(self.hwm.get(folder, 0), hwm)
+            for folder, kb in now.items():
+                self.sums[folder] = max(self.sums.get(folder, 0), kb)
+            for pid in parents:  # the grader's processes: those below this one
+                up, seen = parents.get(pid), 0
+                while up is not None and up != me and seen < 64:
+                    up, seen = parents.get(up), seen + 1
+                if up == me:
+                    with contextlib.suppress(OSError, KeyError):
+                        hwm = int(self._status(Path("/proc") / pid)["VmHWM"].split()[0])
+                        self.grader[int(pid)] = max(self.grader.get(int(pid), 0), hwm)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> dict[str, Any]:
+        """The sandboxes' peaks in MB: ``sandboxes`` (each one's, largest first) and ``largest_process``."""
+        self._stop.set()
+        self._thread.join()
+        return {
+            "sandboxes_peak_mb": sorted((round(kb / 1024, 1) for kb in self.sums.values()), reverse=True),
+            "largest_process_peak_mb": round(max(self.hwm.values(), default=0) / 1024, 1),
+            "grader_processes_peak_mb": sorted((round(kb / 1024, 1) for kb in self.grader.values()), reverse=True),
+        }
+
+
+def attackers_memory(jobs: int = 2) -> dict[str, Any]:
+    """The grader's peak memory with the attackers in the class (issue 43): the attack notebooks of
+    ``tests/test_attacks.py`` (``tests/fixtures/attacks``) graded as one class with ``--jobs jobs`` in bubblewrap;
+    the teacher's process's peak resident memory (this process: ``ru_maxrss``), each worker's, and each sandbox's
+    (:class:`KernelPeaks`)."""
+    from transformer_lib.classroom import folder as by_folder
+
+    with tempfile.TemporaryDirectory(prefix="tl-bench-attackers-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(_ATTACKS, root / "class", ignore=shutil.ignore_patterns("*.py"))
+        temporary = root / "tmp"
+        temporary.mkdir()
+        before = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = str(temporary)  # the workers' (and so their kernels' folders), to find the sandboxes
+        peaks: dict[str, float] = {}
+        sampler = KernelPeaks(temporary)
+        started = time.perf_counter()
+        try:
+            graded = by_folder.grade_folder(
+                root / "class",
+                root / "out" / "grades.csv",
+                jobs=jobs,
+                progress=False,
+                worker_peaks=peaks,
+                cell_timeout=30,
+                time_limit=3,
+            )
+        finally:
+            kernels = sampler.stop()
+            if before is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = before
+    return {
+        "notebooks": len(graded),
+        "jobs": jobs,
+        "seconds": round(time.perf_counter() - started, 1),
+        "teacher_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "workers_peak_mb": {w: mb for w, mb in sorted(peaks.items())},
+        **kernels,
+    }
+
+
 def projection(seconds_per_notebook: float, workers: int, course: int = COURSE) -> dict[str, float]:
     """Hours for ``course`` notebooks at the measured rate: ``seconds_per_notebook`` is the class's wall time per
     notebook with ``workers`` at once, so one worker takes ``seconds_per_notebook * workers`` per notebook; on
@@ -368,8 +491,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help=f"of pool (needs TL_POOL_SOURCE), {', '.join(ENGINES)} (default: %(default)s)",
     )
+    parser.add_argument(
+        "--attackers",
+        action="store_true",
+        help="instead: the peak memory of the teacher's process, each worker and each sandbox while the attack "
+        "notebooks of tests/test_attacks.py are graded as one class with --jobs 2",
+    )
     args = parser.parse_args(argv)
     import torch
+
+    if args.attackers:
+        found = {"env": environment(torch.device("cpu"), torch.float32), "attackers": attackers_memory()}
+        print(json.dumps(found["attackers"], indent=1))
+        write_result(args.json, found)
+        return 0
 
     result = {
         "env": environment(torch.device("cpu"), torch.float32),

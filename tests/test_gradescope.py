@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import zipfile
 from pathlib import Path
@@ -165,6 +166,27 @@ def test_without_bubblewrap_the_kernel_runs_as_nobody_and_cannot_reach_the_grade
     assert attacks["score"] == wrong["score"], attacks
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
     assert "JUPYTER_PATH" not in os.environ or "tl-unprivileged" not in os.environ["JUPYTER_PATH"]
+
+
+def test_without_bubblewrap_a_temporary_folder_closed_to_nobody_is_named_not_a_dead_kernel(tmp_path, monkeypatch):
+    """/tmp was once found at mode 1700, owned by nobody, and every kernel run as nobody died before it answered (a
+    worker's clean-up had made /tmp mode 0700). Whatever left it so, the results now say which folder is closed, and
+    nothing runs."""
+    closed = Path(tempfile.mkdtemp(prefix="tl-test-closed-"))  # (pytest's own folders are closed to others)
+    try:
+        (closed / "inside").mkdir()
+        closed.chmod(0o1700)
+        monkeypatch.setattr(tempfile, "tempdir", str(closed / "inside"))
+        monkeypatch.setattr(gradescope, "bwrap_problem", lambda: "bwrap cannot build a sandbox here (no namespaces)")
+        (tmp_path / "submission").mkdir()
+        nbformat.write(solved(ASSIGNMENT), tmp_path / "submission" / f"{ASSIGNMENT}.ipynb")
+        results = gradescope.run_autograder(ASSIGNMENT, tmp_path)
+        assert results["score"] == 0 and results["tests"] == []
+        assert f"closed to other users at {closed} (mode 1700" in results["output"], results["output"]
+        closed.chmod(0o1777)
+        assert gradescope.closed_to_others(closed / "inside") == ""
+    finally:
+        shutil.rmtree(closed)
 
 
 def test_run_autograder_without_a_notebook_says_so(tmp_path):

@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ from .registry import ASSIGNMENTS
 from .sandbox import UNSANDBOXED_NOTE, bwrap_problem
 from .sheet_rows import clean_text
 
-__all__ = ["TORCH", "NOBODY", "build_autograder", "run_autograder", "results_json", "unprivileged", "main"]
+__all__ = ["TORCH", "NOBODY", "build_autograder", "run_autograder", "results_json", "unprivileged", "closed_to_others", "main"]
 
 TORCH = "torch==2.13.0"  # the CPU build, as on the project's machines
 _ROOT = Path(__file__).resolve().parents[2]  # the repository this library sits in (pyproject.toml, constraints.txt)
@@ -147,6 +148,21 @@ os.execvp("setpriv", drop + [{python!r}, "-m", "ipykernel_launcher", "-f", conne
 """
 
 
+def closed_to_others(folder: Path) -> str:
+    """Why a kernel run as ``nobody`` cannot reach its folder in ``folder`` (the temporary folder): the first folder
+    on the way that others cannot cross (no ``x`` for others), with its mode and owner; empty if none. (``/tmp`` was
+    once left at mode 1700, owned by nobody: every unprivileged kernel died before it answered.)"""
+    folder = folder.resolve()
+    for part in [*reversed(folder.parents), folder]:
+        info = os.stat(part)
+        if not info.st_mode & stat.S_IXOTH:
+            return (
+                f"the temporary folder {folder} is closed to other users at {part} (mode {stat.S_IMODE(info.st_mode):o}"
+                f", owner uid {info.st_uid}; expected a folder others can cross, such as /tmp at mode 1777)"
+            )
+    return ""
+
+
 @contextlib.contextmanager
 def unprivileged(root: Path) -> Iterator[str]:
     """A kernel that runs as ``nobody``, for a container without bubblewrap: yields its kernel name (a kernel spec
@@ -251,6 +267,13 @@ def run_autograder(
             "score": 0.0,
             "output": f"The autograder cannot run a sandbox here ({problem}) nor, not being root, run your notebook "
             "as another user, so it did not run it; your teacher will grade it.",
+            "tests": [],
+        }
+    elif problem and (closed := closed_to_others(Path(tempfile.gettempdir()))):
+        results = {
+            "score": 0.0,
+            "output": f"The autograder cannot run a sandbox here ({problem}) nor run your notebook as an unprivileged "
+            f"user: {closed}; your teacher will grade it.",
             "tests": [],
         }
     else:

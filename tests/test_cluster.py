@@ -21,7 +21,6 @@ import pytest
 from transformer_lib.classroom import cluster, grade, sandbox
 from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.registry import ASSIGNMENTS
-from transformer_lib.classroom.workers import remove_stale, worker_gone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))
 from make_submissions import solved  # noqa: E402
@@ -141,7 +140,7 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     """Every worker that starts on carol's notebook is killed (SIGKILL, as the out-of-memory killer does): after
     ``allowed-failures`` + 1 tries her rows fail with a note that says so, alice and bob are graded, each row is
     written once, and workers.csv says who graded what; nothing the killed workers made is left in the temporary
-    folder (their library copies and kernels' folders: removed by the workers that replaced them)."""
+    folder after the cluster closed (their library copies and kernels' folders: the nannies remove them on close)."""
     import tempfile
 
     import dask
@@ -185,11 +184,7 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     assert workers["carol"]["outcome"] == "worker died" and workers["alice"]["outcome"] == "graded"
     assert workers["alice"]["worker"].startswith(("0 (tcp://", "1 (tcp://"))
     # the class can be graded, and the cluster closed, before the nanny's replacement of the worker killed last has
-    # removed that worker's folder (a fresh run, and a run alone, failed on that race): no folder of a running
-    # worker is left, and what a dead one left goes at the next worker's start (remove_stale, as here)
-    left = list(temporary.glob("tl-worker-*"))
-    assert all(worker_gone(f) for f in left), left
-    remove_stale(str(temporary))
+    # started (and removed that worker's folder): the nannies remove what dead workers left as they close
     assert not list(temporary.glob("tl-*")), list(temporary.iterdir())
 
 
@@ -319,3 +314,25 @@ def test_an_embedded_cluster_starts_no_more_workers_than_notebooks(tmp_path):
     grade.grade_folder(tmp_path / "class", out, jobs=2, progress=False, unsandboxed=True, worker_peaks=peaks)
     assert len(peaks) == 1, peaks
     assert [r["outcome"] for r in _rows(out.with_name("workers.csv"))] == ["graded"]
+
+
+def test_removing_a_dead_workers_folder_never_changes_the_folder_that_holds_it(tmp_path):
+    """/tmp was found at mode 1700 and every kernel run as nobody died: removing a worker's folder that another
+    process had just removed (two workers, or a nanny and a worker, removing the same dead worker's folder) made its
+    parent, the temporary folder, mode 0700. Now only folders inside the one removed are ever made writable."""
+    from transformer_lib.classroom import workers
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    temporary.chmod(0o1777)  # as /tmp
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # a worker's process id that is gone
+    dead = temporary / f"tl-worker-{ended.pid}-x"
+    (dead / "tl-lib-y" / "transformer_lib").mkdir(parents=True)
+    (dead / "tl-lib-y" / "transformer_lib" / "__init__.py").write_text("")
+    for p in (dead / "tl-lib-y" / "transformer_lib" / "__init__.py", dead / "tl-lib-y" / "transformer_lib"):
+        p.chmod(0o555 if p.is_dir() else 0o444)  # a library copy is read-only
+    assert workers.remove_stale(str(temporary)) == [str(dead)] and not dead.exists()
+    workers._remove_tree(dead)  # a second remover, a moment late
+    workers._remove_tree(temporary / "tl-worker-1-never-there")
+    assert temporary.stat().st_mode & 0o7777 == 0o1777 and list(temporary.iterdir()) == []

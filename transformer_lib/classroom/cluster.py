@@ -237,7 +237,7 @@ def grade_on_cluster(
     cluster has no more workers than notebooks."""
     from distributed import wait
 
-    from .workers import Prepare
+    from .workers import Prepare, RemoveDead
 
     found: dict[int, Graded] = {}
     token = secrets.token_hex(4)
@@ -250,6 +250,7 @@ def grade_on_cluster(
         # whose workers may be elsewhere, only one made already (by the bubblewrap probe)
         view = python_view(make=scheduler is None) if not unsandboxed else None
         client.register_plugin(Prepare(tuple(sorted(ids)), unsandboxed, view))
+        client.register_plugin(RemoveDead())  # each nanny, when it closes: no folder of a dead worker left
         bar = _Progress(len(submissions), progress)
         futures = {
             client.submit(

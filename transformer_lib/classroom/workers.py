@@ -4,9 +4,10 @@ Each worker process prepares once (:func:`prepare_worker`, run by the :class:`Pr
 cluster, a replacement for a dead worker included): it makes a temporary folder of its own, ``tl-worker-<pid>-*``,
 in which everything it makes goes (its library copy per assignment, each notebook's and kernel's folder, a view of
 its Python), copies the library for the class's assignments and probes bubblewrap. When it closes, the folder goes
-with it. A worker killed with SIGKILL (or by the out-of-memory killer) cannot clean up: its folder is removed by the
-next worker that starts on the machine, or by the teacher's process at the end of an embedded cluster's run
-(:func:`remove_stale`: a folder whose process is gone).
+with it. A worker killed with SIGKILL (or by the out-of-memory killer) cannot clean up: its folder is removed
+(:func:`remove_stale`: a folder whose process is gone) by the next worker that starts on the machine, and when the
+cluster closes: by the teacher's process after an embedded cluster, by each nanny (:class:`RemoveDead`) on a cluster
+of ``dask worker`` processes.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.diagnostics.plugin import NannyPlugin, WorkerPlugin
 
 from .bwrap import adopt_view
 from .sandbox import LibraryCopy, bwrap_problem
 from .stubs import stubs_for
 
-__all__ = ["Prepare", "library_for", "prepare_worker", "remove_stale", "worker_gone"]
+__all__ = ["Prepare", "RemoveDead", "library_for", "prepare_worker", "remove_stale", "worker_gone"]
 
 _LIBRARIES: dict[str, LibraryCopy] = {}  # this worker's read-only library copy per assignment, made once
 _LOCK = threading.Lock()
@@ -52,12 +53,22 @@ def _remove_libraries() -> None:
 
 
 def _remove_tree(folder: str | Path) -> None:
-    """Remove ``folder``, read-only parts (a library copy) included."""
+    """Remove ``folder``, read-only parts (a library copy) included. Only folders inside it are made writable: the
+    folder that holds it (``/tmp``) is never touched, and a path already gone (another process removing the same dead
+    worker's folder) is no error. (The handler made the parent of whatever failed writable: when ``folder`` itself
+    was gone, that was ``/tmp``, left at mode 0700, which no kernel run as ``nobody`` can cross.)"""
+    top = os.path.realpath(folder)
 
-    def writable_then_retry(function: Any, path: str, _: Any) -> None:
+    def writable_then_retry(function: Any, path: str, excinfo: Any) -> None:
+        if isinstance(excinfo[1], FileNotFoundError):
+            return
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
+            parent = os.path.realpath(os.path.dirname(path))
+            inside = parent == top or parent.startswith(top + os.sep)
+            if inside:
+                os.chmod(parent, 0o700)
+            if (inside or os.path.realpath(path) == top) and not os.path.islink(path):  # (a link: its target's mode)
+                os.chmod(path, 0o700)
             function(path)
 
     shutil.rmtree(folder, onerror=writable_then_retry)
@@ -157,3 +168,19 @@ class Prepare(WorkerPlugin):
 
     def teardown(self, worker: Any) -> None:
         _remove_root()
+
+
+class RemoveDead(NannyPlugin):
+    """The Dask nanny plugin that leaves no folder of a dead worker when the nanny closes: its own worker is ended
+    first (as the nanny's close is about to; one that does not close within the nanny's time is killed, and cannot
+    remove its own folder), then the folders of every worker on the machine whose process is gone
+    (:func:`remove_stale`: one killed mid-run whose replacement had not started yet, that one)."""
+
+    name = "tl-grade-remove-dead"
+
+    async def teardown(self, nanny: Any) -> None:
+        from distributed.core import Status
+
+        if nanny.status == Status.closing and nanny.process is not None:  # (not when the plugin alone is removed)
+            await nanny.kill(reason="nanny-close")
+        remove_stale()

@@ -29,6 +29,7 @@ nbgrader reads roles from each cell's ``metadata.nbgrader`` (schema version 3), 
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def _grade_id(name: str) -> str:
 CONFIG = f"""# nbgrader's configuration for the course that the book's assignments exported
 # (python -m transformer_lib.classroom.assignments --nbgrader)
 #
-# {SANDBOXED}
+{textwrap.fill(SANDBOXED, 116, initial_indent="# ", subsequent_indent="# ")}
 #
 c = get_config()  # noqa: F821 (nbgrader defines it)
 c.CourseDirectory.course_id = "attention-by-running-it"

@@ -336,3 +336,31 @@ def test_removing_a_dead_workers_folder_never_changes_the_folder_that_holds_it(t
     workers._remove_tree(dead)  # a second remover, a moment late
     workers._remove_tree(temporary / "tl-worker-1-never-there")
     assert temporary.stat().st_mode & 0o7777 == 0o1777 and list(temporary.iterdir()) == []
+
+
+def test_a_dead_workers_folder_is_gone_once_the_teachers_cluster_closes(tmp_path, monkeypatch):
+    """A worker killed mid-run left its folder until the next worker started on that machine: a class graded on a
+    teacher's cluster (here a LocalCluster reached by its address, as `dask worker` processes are) registers a nanny
+    plugin that removes the folders of dead workers when the nanny closes, whether or not a replacement started."""
+    import tempfile
+
+    from distributed import Client, LocalCluster
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))  # the workers'
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # and this process's (its nanny's)
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    (tmp_path / "class" / "alice" / "notes.ipynb").write_text("{}")  # no assignment's: graded without a kernel
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    dead = temporary / f"tl-worker-{ended.pid}-killed"
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as local:
+        grade.grade_folder(
+            tmp_path / "class", tmp_path / "out" / "grades.csv", scheduler=local.scheduler_address, progress=False
+        )
+        with Client(local.scheduler_address) as client:
+            plugins = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.nanny_plugins))
+        (dead / "tl-lib-x").mkdir(parents=True)  # killed after its replacement's start (which removes dead ones)
+    assert not dead.exists() and not list(temporary.glob("tl-*")), list(temporary.iterdir())
+    assert "tl-grade-remove-dead" in plugins, plugins

@@ -24,34 +24,55 @@ marked() {  # the test files that hold tests with this mark: a later stage colle
     grep -l -E "mark\.$1\b" tests/*.py | tr '\n' ' '
 }
 
-stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
+counted() {  # counted FILE COMMAND...: run it in a subshell, then write to FILE what `times` says of that
+    # subshell and every process it waited for, theirs included (getrusage's children: a kernel, an xdist worker, a
+    # Dask worker; not a process left running or reparented). A subshell, so that a background stage finishing
+    # meanwhile is not counted in a foreground one. Exit status: the command's.
+    local file="$1"; shift
+    (
+        "$@"
+        status=$?
+        times >"$file"  # the builtin itself, not in a pipe: a pipe's forked side would read its own, empty, counts
+        exit $status
+    )
+}
+
+spent() {  # spent START TIMESFILE: "W s wall, C s CPU (CPU/wall R)", C = user + sys of the subshell and its children;
+    # on 2 cores R near 2 means the stage kept both busy, R near 1 or below that it waited (more parallelism pays)
+    local wall=$(( $(date +%s) - $1 ))
+    awk -v w="$wall" '{ for (i = 1; i <= NF; i++) { split($i, t, "m"); sub("s", "", t[2]); cpu += t[1] * 60 + t[2] } }
+        END { printf "%d s wall, %.0f s CPU (CPU/wall %s)", w, cpu, (w > 0 ? sprintf("%.2f", cpu / w) : "-") }' "$2"
+    rm -f "$2"
+}
+
+stage() {  # stage NAME COMMAND...: run it, time it (wall and CPU), remember a failure
     local name="$1"; shift
-    local start=$(date +%s)
+    local start=$(date +%s) cpu_file=$(mktemp)
     echo; echo "=== $name: $*"
-    if "$@"; then
-        echo "=== $name: passed in $(( $(date +%s) - start )) s"
+    if counted "$cpu_file" "$@"; then
+        echo "=== $name: passed in $(spent "$start" "$cpu_file")"
     else
-        echo "=== $name: FAILED (exit $?) after $(( $(date +%s) - start )) s"
+        echo "=== $name: FAILED (exit $?) after $(spent "$start" "$cpu_file")"
         failed+=("$name")
     fi
 }
 
 background() {  # background NAME COMMAND...: start it now, its output kept aside; `joined NAME` waits for it
     local name="$1"; shift
-    bg_log="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s)
+    bg_log="$(mktemp)"; bg_cpu="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s)
     echo; echo "=== $name: started in the background: $*"
-    "$@" >"$bg_log" 2>&1 &
+    counted "$bg_cpu" "$@" >"$bg_log" 2>&1 &
     bg_pid=$!
 }
 
-joined() {  # joined NAME: wait for the background stage, print its output, time it, remember a failure
+joined() {  # joined NAME: wait for the background stage, print its output, time it (wall and CPU), remember a failure
     local status=0
     wait "$bg_pid" || status=$?
     echo; echo "=== $bg_name (ran in the background):"; cat "$bg_log"; rm -f "$bg_log"
     if [ "$status" -eq 0 ]; then
-        echo "=== $bg_name: passed, $(( $(date +%s) - bg_start )) s after it started"
+        echo "=== $bg_name: passed, $(spent "$bg_start" "$bg_cpu") since it started"
     else
-        echo "=== $bg_name: FAILED (exit $status), $(( $(date +%s) - bg_start )) s after it started"
+        echo "=== $bg_name: FAILED (exit $status), $(spent "$bg_start" "$bg_cpu") since it started"
         failed+=("$bg_name")
     fi
 }

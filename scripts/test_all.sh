@@ -25,7 +25,7 @@ marked() {  # the test files that hold tests with this mark: a later stage colle
 }
 
 machine_busy() {  # the CPU seconds this machine's cores have been busy since boot, every process's (/proc/stat)
-    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.0f\n", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
 }
 
 counted() {  # counted FILE COMMAND...: run it in a subshell, then write to FILE what `times` says of that subshell and
@@ -42,25 +42,24 @@ counted() {  # counted FILE COMMAND...: run it in a subshell, then write to FILE
         times >"$file"  # the builtin itself, not in a pipe: a pipe's forked side would read its own, empty, counts
         exit $status
     ) || status=$?
-    echo "machine $(( $(machine_busy) - busy ))" >>"$file"
+    echo "machine $busy $(machine_busy)" >>"$file"
     return $status
 }
 
 spent() {  # spent START FILE: "W s wall; C s CPU in its processes (CPU/wall R), M s CPU busy on the machine (R)":
     # on 2 cores R near 2 means both cores kept busy, R near 1 or below that the stage waited (more parallelism pays)
-    local wall=$(( $(date +%s) - $1 ))
-    awk -v w="$wall" '
-        $1 == "machine" { machine = $2; next }
+    awk -v w="$(awk -v start="$1" -v now="$(date +%s.%N)" 'BEGIN { print now - start }')" '
+        $1 == "machine" { machine = $3 - $2; next }
         { for (i = 1; i <= NF; i++) { split($i, t, "m"); sub("s", "", t[2]); cpu += t[1] * 60 + t[2] } }
         function per(c) { return w > 0 ? sprintf("%.2f", c / w) : "-" }
-        END { printf "%d s wall; %.0f s CPU in its processes (CPU/wall %s), %d s CPU busy on the machine (%s)",
+        END { printf "%.0f s wall; %.0f s CPU in its processes (CPU/wall %s), %.0f s CPU busy on the machine (%s)",
             w, cpu, per(cpu), machine, per(machine) }' "$2"
     rm -f "$2"
 }
 
 stage() {  # stage NAME COMMAND...: run it, time it (wall and CPU), remember a failure
     local name="$1"; shift
-    local start=$(date +%s) cpu_file=$(mktemp)
+    local start=$(date +%s.%N) cpu_file=$(mktemp)
     echo; echo "=== $name: $*"
     if counted "$cpu_file" "$@"; then
         echo "=== $name: passed in $(spent "$start" "$cpu_file")"
@@ -72,7 +71,7 @@ stage() {  # stage NAME COMMAND...: run it, time it (wall and CPU), remember a f
 
 background() {  # background NAME COMMAND...: start it now, its output kept aside; `joined NAME` waits for it
     local name="$1"; shift
-    bg_log="$(mktemp)"; bg_cpu="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s)
+    bg_log="$(mktemp)"; bg_cpu="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s.%N)
     echo; echo "=== $name: started in the background: $*"
     counted "$bg_cpu" "$@" >"$bg_log" 2>&1 &
     bg_pid=$!
@@ -123,7 +122,7 @@ stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyt
 # teacher's book, which takes the pages the notebook stage ran instead of running them again. Files in the order
 # tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first.
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
-    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=10
+    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25
 # the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build),
 # built by the reader's install
 stage "build" env VENV="$reader" bash scripts/build_book.sh

@@ -24,8 +24,8 @@ marked() {  # the test files that hold tests with this mark: a later stage colle
     grep -l -E "mark\.$1\b" tests/*.py | tr '\n' ' '
 }
 
-machine_busy() {  # the CPU seconds this machine's cores have been busy since boot, every process's (/proc/stat)
-    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+machine_busy() {  # CPU seconds this machine has run anything since boot (/proc/stat: user, nice, system, irq, softirq)
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat
 }
 
 counted() {  # counted FILE COMMAND...: run it in a subshell, then write to FILE what `times` says of that subshell and

@@ -24,34 +24,67 @@ marked() {  # the test files that hold tests with this mark: a later stage colle
     grep -l -E "mark\.$1\b" tests/*.py | tr '\n' ' '
 }
 
-stage() {  # stage NAME COMMAND...: run it, time it, remember a failure
+machine_busy() {  # CPU seconds this machine has run anything since boot (/proc/stat: user, nice, system, irq, softirq)
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat
+}
+
+counted() {  # counted FILE COMMAND...: run it in a subshell, then write to FILE what `times` says of that subshell and
+    # every process it waited for, theirs included (getrusage's children: an xdist worker, a Jupyter kernel, a Dask
+    # worker; a subshell, so that a background stage ending meanwhile is not counted in a foreground one), and the
+    # machine's busy CPU seconds meanwhile. The first misses a process whose parent did not wait for it: the grader's
+    # kernels, in bubblewrap's PID namespace (measured: a kernel's 4 s of spinning counted nowhere), so the second,
+    # which counts everything that ran on the machine, is the stage's whole CPU where nothing else runs (CI).
+    local file="$1"; shift
+    local busy=$(machine_busy) status=0
+    (
+        "$@"
+        status=$?
+        times >"$file"  # the builtin itself, not in a pipe: a pipe's forked side would read its own, empty, counts
+        exit $status
+    ) || status=$?
+    echo "machine $busy $(machine_busy)" >>"$file"
+    return $status
+}
+
+spent() {  # spent START FILE: "W s wall; C s CPU in its processes (CPU/wall R), M s CPU busy on the machine (R)":
+    # on 2 cores R near 2 means both cores kept busy, R near 1 or below that the stage waited (more parallelism pays)
+    awk -v w="$(awk -v start="$1" -v now="$(date +%s.%N)" 'BEGIN { print now - start }')" '
+        $1 == "machine" { machine = $3 - $2; next }
+        { for (i = 1; i <= NF; i++) { split($i, t, "m"); sub("s", "", t[2]); cpu += t[1] * 60 + t[2] } }
+        function per(c) { return w > 0 ? sprintf("%.2f", c / w) : "-" }
+        END { printf "%.0f s wall; %.0f s CPU in its processes (CPU/wall %s), %.0f s CPU busy on the machine (%s)",
+            w, cpu, per(cpu), machine, per(machine) }' "$2"
+    rm -f "$2"
+}
+
+stage() {  # stage NAME COMMAND...: run it, time it (wall and CPU), remember a failure
     local name="$1"; shift
-    local start=$(date +%s)
+    local start=$(date +%s.%N) cpu_file=$(mktemp)
     echo; echo "=== $name: $*"
-    if "$@"; then
-        echo "=== $name: passed in $(( $(date +%s) - start )) s"
+    if counted "$cpu_file" "$@"; then
+        echo "=== $name: passed in $(spent "$start" "$cpu_file")"
     else
-        echo "=== $name: FAILED (exit $?) after $(( $(date +%s) - start )) s"
+        echo "=== $name: FAILED (exit $?) after $(spent "$start" "$cpu_file")"
         failed+=("$name")
     fi
 }
 
 background() {  # background NAME COMMAND...: start it now, its output kept aside; `joined NAME` waits for it
     local name="$1"; shift
-    bg_log="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s)
+    bg_log="$(mktemp)"; bg_cpu="$(mktemp)"; bg_name="$name"; bg_start=$(date +%s.%N)
     echo; echo "=== $name: started in the background: $*"
-    "$@" >"$bg_log" 2>&1 &
+    counted "$bg_cpu" "$@" >"$bg_log" 2>&1 &
     bg_pid=$!
 }
 
-joined() {  # joined NAME: wait for the background stage, print its output, time it, remember a failure
+joined() {  # joined NAME: wait for the background stage, print its output, time it (wall and CPU), remember a failure
     local status=0
     wait "$bg_pid" || status=$?
     echo; echo "=== $bg_name (ran in the background):"; cat "$bg_log"; rm -f "$bg_log"
     if [ "$status" -eq 0 ]; then
-        echo "=== $bg_name: passed, $(( $(date +%s) - bg_start )) s after it started"
+        echo "=== $bg_name: passed, $(spent "$bg_start" "$bg_cpu") since it started"
     else
-        echo "=== $bg_name: FAILED (exit $status), $(( $(date +%s) - bg_start )) s after it started"
+        echo "=== $bg_name: FAILED (exit $status), $(spent "$bg_start" "$bg_cpu") since it started"
         failed+=("$bg_name")
     fi
 }
@@ -89,7 +122,7 @@ stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyt
 # teacher's book, which takes the pages the notebook stage ran instead of running them again. Files in the order
 # tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first.
 stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
-    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=10
+    -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25
 # the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build),
 # built by the reader's install
 stage "build" env VENV="$reader" bash scripts/build_book.sh

@@ -7,9 +7,9 @@ prints, per page, the median of ``performance.getEntriesByType('navigation')[0]`
 ``loadEventEnd`` and of the first contentful paint, in seconds, as a Markdown table, and writes them as JSON with
 ``--json``. Beside the times, figures that no load can move: the bytes of the scripts that the browser must run before
 DOMContentLoaded (every ``<script src>`` of the page's HTML without ``async``: the synchronous ones and the deferred
-ones, read from the built files), and the requests that a cold visit started before DOMContentLoaded with their bytes
-(the Resource Timing entries). A measurement, not a test: wall-clock times move with the machine's load (the tests
-assert counts: tests/test_browser_text_first.py).
+ones, read from the built files), of the JavaScript written into the page (run as it is parsed), and the requests
+that a cold visit started before DOMContentLoaded with their bytes (the Resource Timing entries). A measurement, not a
+test: wall-clock times move with the machine's load (the tests assert counts: tests/test_browser_text_first.py).
 
     .venv/bin/python scripts/page_load_times.py [--site _build/html] [--repeat 3] [--json times.json]
 """
@@ -90,6 +90,22 @@ def scripts_before_dcl(site: Path, page: str) -> dict[str, int]:
     return found
 
 
+INLINE_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.IGNORECASE | re.DOTALL)
+
+
+def inline_scripts(site: Path, page: str) -> int:
+    """The bytes of JavaScript written into ``page``'s HTML (``<script>`` without ``src``, of no type or a JavaScript
+    type): the browser compiles and runs each where it stands, while the page is parsed. Data in a ``<script
+    type="application/json">`` (each figure's: transformer_lib/site/figures.py) is not run, and not counted."""
+    html = (site / page).read_text(encoding="utf-8")
+    return sum(
+        len(body.encode())
+        for attributes, body in INLINE_SCRIPT.findall(html)
+        if not re.search(r"(?<![\w-])src=", attributes)
+        and not re.search(r"\btype=\"(?!(text|application)/javascript\")", attributes)
+    )
+
+
 def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, dict[str, float | None]]]:
     """{page: {"cold"|"warm": {"dcl", "load", "fcp"}}}: medians over ``repeat`` visits, in seconds."""
     from playwright.sync_api import sync_playwright
@@ -122,7 +138,12 @@ def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict[str, di
                 }
                 before_dcl = sum(scripts_before_dcl(site, page_name).values()) / 1024
                 blocking = sum(parser_blocking(site, page_name).values()) / 1024
-                results[page_name]["scripts_kb"] = {"before_dcl": before_dcl, "parser_blocking": blocking}
+                inline = inline_scripts(site, page_name) / 1024
+                results[page_name]["scripts_kb"] = {
+                    "before_dcl": before_dcl,
+                    "parser_blocking": blocking,
+                    "inline": inline,
+                }
                 results[page_name]["load_average"] = {"1 min": os.getloadavg()[0]}
                 print(f"{page_name}: {results[page_name]}", file=sys.stderr, flush=True)
             browser.close()
@@ -137,12 +158,12 @@ def table(results: dict[str, dict[str, dict[str, float | None]]]) -> str:
 
     lines = [
         "| page | cold DCL | cold load | cold FCP | warm DCL | warm load | warm FCP | scripts run before DCL (KB) "
-        "| of them parser-blocking (KB) | cold requests before DCL | their KB | load average |",
-        "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
+        "| of them parser-blocking (KB) | inline scripts (KB) | cold requests before DCL | their KB | load average |",
+        "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
     ]
     for page, r in results.items():
         cells = [s(r[kind][key]) for kind in ("cold", "warm") for key in ("dcl", "load", "fcp")]
-        cells += [s(r["scripts_kb"]["before_dcl"], 0), s(r["scripts_kb"]["parser_blocking"], 0)]
+        cells += [s(r["scripts_kb"][key], 0) for key in ("before_dcl", "parser_blocking", "inline")]
         cells += [s(r["cold"]["requests"], 0), s(r["cold"]["kb"], 0), s(r["load_average"]["1 min"], 1)]
         lines.append(f"| {page} | " + " | ".join(cells) + " |")
     medians = {

@@ -11,6 +11,9 @@
 - No page runs the theme's icon script (fontawesome.js, 1.49 MB, deferred, so run before DOMContentLoaded): the
   scripts a chapter runs before DOMContentLoaded stay under a budget in bytes, and the theme's icons are drawn from
   its stylesheet's web fonts, on a desktop and on a touch phone, whose ☰ drawer still opens.
+- No chapter runs its figures' data as script while it is parsed: each figure's JSON is a <script
+  type="application/json">, parsed when the figure is drawn, and the JavaScript written into a page stays under a
+  budget in bytes.
 - A figure's toolbar speaks the page's language: plotly's own zh-CN locale on the Chinese pages
   (book/_static/vendor/plotly/, scripts/vendor_js.sh).
 - Each spelling of transformer_lib/site/search_synonyms.toml ranks the page that explains the term first in the
@@ -107,6 +110,27 @@ def test_no_chapter_holds_its_text_back_for_a_script(page: str) -> None:
     sizes = {src: ((SITE / page).parent / src).stat().st_size for src in blocking}
     assert sum(sizes.values()) < PARSER_BLOCKING_KB * 1024, sizes
     assert not re.search(r"<script\b[^>]*(?<![\w-])src=\"[^\"]*mathjax", html, re.IGNORECASE), page
+
+
+# the JavaScript that draws a chapter's figures, written into the page (run as the page is parsed): chapter 3's figures'
+# data made it 164 KB, compiled and run before its text was all parsed; as JSON (transformer_lib/site/figures.py) what
+# is left is each figure's few lines of drawing code and, once a page, the book's plotly template (about 7 KB)
+FIGURE_SCRIPTS_KB = 30
+
+
+@pytest.mark.parametrize("page", _chapters() or ["<no built site>"])
+def test_no_chapter_runs_its_figures_data_as_script(page: str) -> None:
+    """Each figure's data is a ``<script type="application/json">`` beside it, parsed when the figure is drawn, so
+    the JavaScript that draws a page's figures, compiled and run while the page is parsed, stays under a budget in
+    bytes (the page's other inline scripts: scripts/page_load_times.py's table)."""
+    _need(page)
+    html = (SITE / page).read_text(encoding="utf-8")
+    figures = re.findall(r'<div id="([^"]+)" class="tl-plotly-figure"', html)
+    data = re.findall(r'<script type="application/json" id="([^"]+)-data" class="tl-plotly-data">', html)
+    assert data == figures, (figures, data)
+    code = [body for body in re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.DOTALL) if "tlDrawWhenNear" in body]
+    assert len(code) == len(figures), (len(code), figures)
+    assert sum(len(body.encode()) for body in code) < FIGURE_SCRIPTS_KB * 1024, [len(body) for body in code]
 
 
 @pytest.mark.parametrize("view", ["desktop", "phone"])

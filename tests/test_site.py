@@ -34,10 +34,16 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     )
     assert '"showSendToCloud": false' in html and '"displaylogo": false' in html  # no upload button, no logo
     assert html.index("window.tlPlotlyPrepare(fig, el)") < html.index("Plotly.newPlot")  # phones: laid out first
-    assert html.count("</script>") == 1  # the label's "</script>" was escaped and cannot end the tag early
+    # the figure's data is JSON that the browser does not run (text first, issue 41), and the label's "</script>" was
+    # escaped: it ends neither tag early, and reads back whole
+    assert html.count("</script>") == 2 and html.count("<script") == 2
+    data_tag = '<script type="application/json" id="tl-plotly-4-1-data" class="tl-plotly-data">'
+    payload = html.split(data_tag, 1)[1].split("</script>", 1)[0]
+    assert "</script>" in json.dumps(json.loads(payload))
+    assert 'JSON.parse(document.getElementById("tl-plotly-4-1-data").textContent)' in html
     # text first: no page loads plotly.min.js in its head; plotly-theme.js fetches it for the first figure
     assert renderer.js_files == {"plotly-theme": ("plotly-theme.js", {})}
-    assert "window.tlDrawWhenNear(el, draw, (fig.layout || {}).height, null)" in html  # English: plotly's own words
+    assert "window.tlDrawWhenNear(el, draw, 300, null)" in html  # its layout's height; English: plotly's words
     assert '"locale"' not in html
     # on the Chinese site the labels come from figures.po, so a page depends on it: a changed catalog re-reads the page
     noted: list[str] = []
@@ -47,7 +53,7 @@ def test_mystnb_plugin_draws_plotly_json_with_the_shared_plotly_js() -> None:
     assert noted == [str(CATALOGS["zh"])] and CATALOGS["zh"].name == "figures.po"
     assert "2 行 × 2 列" in node.astext()  # its text alternative in Chinese
     # plotly's toolbar in Chinese: its zh-CN locale, which plotly-theme.js loads with plotly.js
-    assert '"locale": "zh-CN"' in node.astext() and '.height, "zh-CN"); }' in node.astext()
+    assert '"locale": "zh-CN"' in node.astext() and 'draw, 300, "zh-CN"); }' in node.astext()
     assert (site.STATIC / "vendor" / "plotly" / "plotly-locale-zh-cn.js").is_file()
     other = SimpleNamespace(
         mime_type="text/html", content="<b>hi</b>", string="<b>hi</b>", cell_index=0, output_index=0

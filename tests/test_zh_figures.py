@@ -4,7 +4,7 @@ Titles, axis titles, legend entries, slider and menu labels, annotations, the di
 hover templates of a figure on a Chinese page come from the figures' catalog (locale/zh_CN/LC_MESSAGES/figures.po,
 read by transformer_lib/book/labels.py), applied by ``labels.translate_figure`` when the page is built. The unit
 tests draw the library's figures, translate them as the site does and look for English words; the last test reads
-every figure of the built Chinese site (the ``var fig = {...}`` that site.py writes into a page), so a chapter's own
+every figure of the built Chinese site (the JSON that site.py writes into a page), so a chapter's own
 title or axis is checked too.
 
 What may stay in Latin letters: symbols and code names (d_k, qkv_proj, W<sup>Q</sup>), model and method names
@@ -282,12 +282,12 @@ def test_the_attention_explorer_speaks_the_pages_language() -> None:
 
 
 def _site_figures() -> list[tuple[str, dict[str, Any]]]:
-    decoder = json.JSONDecoder()
     figures = []
     for page in sorted(ZH_SITE.rglob("*.html")):
         html = page.read_text(encoding="utf-8")
-        for n, match in enumerate(re.finditer(r"var fig = ", html)):
-            figure, _ = decoder.raw_decode(html, match.end())
+        # each figure's data: the JSON that site.py writes beside its script (transformer_lib/site/figures.py)
+        for n, match in enumerate(re.finditer(r'<script type="application/json" [^>]*class="tl-plotly-data">', html)):
+            figure = json.loads(html[match.end() : html.index("</script>", match.end())])
             figures.append((f"{page.relative_to(ZH_SITE)} figure {n + 1}", figure))
     return figures
 

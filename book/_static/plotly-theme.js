@@ -580,6 +580,7 @@
     queued = true;
     window.requestAnimationFrame(function () { queued = false; drawNear(); });
   }
+  document.addEventListener("DOMContentLoaded", soon);
   ["scroll", "resize"].forEach(function (event) { window.addEventListener(event, soon, {passive: true}); });
   // a fold opened, a menu switched to another view, a tab shown: what was hidden may now be near
   ["toggle", "change", "click"].forEach(function (event) { document.addEventListener(event, soon, true); });
@@ -588,7 +589,10 @@
     // sized to it by plotly (responsive), and keep that height for ever after
     el.parentElement.style.minHeight = (height || 450) + "px";  // plotly's default height
     waiting.push([el, draw, locale || null]);
-    soon();
+    // not while the page is parsed: each check there measured the half-built page, a forced style and layout per
+    // frame (4 of them in chapter 4, ~0.2 s before DOMContentLoaded at load 15), and nothing is drawn before the load
+    // event anyway (tlLoadPlotly); the first check comes with DOMContentLoaded (text first, issue 41)
+    if (document.readyState !== "loading") { soon(); }
     if (!prefetched) {  // a page with figures: plotly.js at the first idle moment after load, so that printing
       prefetched = true;  // (beforeprint cannot wait for a download) finds it there and draws every figure at once
       pageLoaded.then(function () {

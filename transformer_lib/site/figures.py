@@ -111,16 +111,23 @@ class PlotlyMystNbRenderer:
         figure = without_alt(figure)
         div_id = f"tl-plotly-{data.cell_index}-{data.output_index}"
         # the template (the book's, about 7 KB) goes into the page once, and each figure names it
-        template, figure = shared_template(figure, getattr(env, "docname", None))
-        payload = json.dumps(figure).replace("</", "<\\/")  # a "</script>" inside a label must not end the tag
+        template, template_key, figure = shared_template(figure, getattr(env, "docname", None))
+        use_template = f"    fig.layout.template = window.tlTemplates[{template_key!r}];\n" if template_key else ""
+        # the figure's data (most of a chapter's bytes) as JSON that the browser does not run: parsed (JSON.parse) only
+        # when the figure is drawn, not compiled and run as a script while the page's text is parsed (text first,
+        # issue 41). Every "<" escaped, so that no label can end or comment out the tag
+        payload = json.dumps(figure).replace("<", "\\u003c")
+        height = (figure.get("layout") or {}).get("height")
         # role="figure", not "img": plotly draws focusable controls (toolbar, sliders, menus) inside the figure, which
         # an image role would hide from assistive technology (axe: nested-interactive)
         role = "figure"
         unloaded = say("plotly.js did not load; this figure cannot be drawn.", lang)
         code = (
             f'<div id="{div_id}" class="tl-plotly-figure" role="{role}" aria-label="{label}"></div>\n'
+            f'<script type="application/json" id="{div_id}-data" class="tl-plotly-data">{payload}</script>\n'
             f'<script type="text/javascript">\n'
-            f"(function () {{\n  var fig = {payload};\n{template}  function draw() {{\n"
+            f"(function () {{\n{template}  function draw() {{\n"
+            f'    var fig = JSON.parse(document.getElementById("{div_id}-data").textContent);\n{use_template}'
             f'    var el = document.getElementById("{div_id}");\n'
             f"    if (!window.Plotly) {{ el.textContent = {json.dumps(unloaded, ensure_ascii=False)}; return; }}\n"
             f"    var config = Object.assign({{responsive: true}}, fig.config || {{}}, {json.dumps(plotly_config)});\n"
@@ -137,7 +144,7 @@ class PlotlyMystNbRenderer:
             # drawn when it comes near the viewport, plotly.js (and its locale) fetched first (plotly-theme.js), so
             # that a page is ready before its first figure
             f'  var el = document.getElementById("{div_id}");\n'
-            f"  if (window.tlDrawWhenNear) {{ window.tlDrawWhenNear(el, draw, (fig.layout || {{}}).height, "
+            f"  if (window.tlDrawWhenNear) {{ window.tlDrawWhenNear(el, draw, {json.dumps(height)}, "
             f"{json.dumps(locale)}); }}\n"
             f'  else if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", draw); }}'
             f" else {{ draw(); }}\n}})();\n</script>"
@@ -160,23 +167,24 @@ def _table(renderer: Any, data: Any) -> list | None:
     return [nodes.raw(text=translate_table_html(data.string, "zh"), format="html", classes=["output", "text_html"])]
 
 
-def shared_template(figure: dict[str, Any], page: str | None) -> tuple[str, dict[str, Any]]:
+def shared_template(figure: dict[str, Any], page: str | None) -> tuple[str, str | None, dict[str, Any]]:
     """Move a figure's ``layout.template`` into a page-wide table (``window.tlTemplates``): the first figure of a
-    page that uses a template defines it, every figure refers to it by a hash. Returns the JavaScript to put before
-    the figure is drawn and the figure without its template (unchanged, with no JavaScript, when it has none)."""
+    page that uses a template defines it as the page is parsed, every figure refers to it by a hash when it is drawn
+    (in any order). Returns the JavaScript that defines it, the hash and the figure without its template (no
+    JavaScript, no hash and the figure unchanged when it has none)."""
     layout = figure.get("layout") or {}
     if page is None or not isinstance(layout.get("template"), dict):
-        return "", figure
+        return "", None, figure
     template = layout["template"]
     text = json.dumps(template, sort_keys=True)
     key = hashlib.sha1(text.encode()).hexdigest()[:12]
     seen = _TEMPLATES_ON_PAGE.setdefault(page, set())
-    script = "  window.tlTemplates = window.tlTemplates || {};\n"
+    script = ""
     if key not in seen:
         seen.add(key)
-        script += f"  window.tlTemplates[{key!r}] = {text.replace('</', '<' + chr(92) + '/')};\n"
-    script += f"  fig.layout.template = window.tlTemplates[{key!r}];\n"
-    return script, {**figure, "layout": {k: v for k, v in layout.items() if k != "template"}}
+        script = "  window.tlTemplates = window.tlTemplates || {};\n"
+        script += f"  window.tlTemplates[{key!r}] = {text.replace('<', chr(92) + 'u003c')};\n"
+    return script, key, {**figure, "layout": {k: v for k, v in layout.items() if k != "template"}}
 
 
 def single_precision(node: Any) -> Any:

@@ -40,7 +40,16 @@ from .registry import ASSIGNMENTS
 from .sandbox import UNSANDBOXED_NOTE, bwrap_problem
 from .sheet_rows import clean_text
 
-__all__ = ["TORCH", "NOBODY", "build_autograder", "run_autograder", "results_json", "unprivileged", "closed_to_others", "main"]
+__all__ = [
+    "TORCH",
+    "NOBODY",
+    "build_autograder",
+    "run_autograder",
+    "results_json",
+    "unprivileged",
+    "closed_to_others",
+    "main",
+]
 
 TORCH = "torch==2.13.0"  # the CPU build, as on the project's machines
 _ROOT = Path(__file__).resolve().parents[2]  # the repository this library sits in (pyproject.toml, constraints.txt)

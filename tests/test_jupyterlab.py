@@ -2,7 +2,8 @@
 
 Starts ``jupyter lab`` from this environment on 127.0.0.1 (a free port, a random token, no browser, settings and
 workspaces in a temporary folder, news and update checks off) and stops it at the end, also on failure. Opens each
-page ``book/*.ipynb`` in headless Chromium (every non-loopback request aborted) and asserts:
+page ``book/*.ipynb`` in one JupyterLab tab in headless Chromium (every non-loopback request aborted; the front end
+loads once per worker, each page is closed and its kernel shut down after its test) and asserts:
 
 * on a page with ipywidgets, the cells up to its first widget run without an error output (the first widget is
   found in the build's executed copy of the page, ``_build/.jupyter_cache``; without one, all cells run); every

@@ -2,7 +2,8 @@
 
 Starts ``jupyter lab`` from this environment on 127.0.0.1 (a free port, a random token, no browser, settings and
 workspaces in a temporary folder, news and update checks off) and stops it at the end, also on failure. Opens each
-page ``book/*.ipynb`` in headless Chromium (every non-loopback request aborted) and asserts:
+page ``book/*.ipynb`` in one JupyterLab tab in headless Chromium (every non-loopback request aborted; the front end
+loads once per worker, each page is closed and its kernel shut down after its test) and asserts:
 
 * on a page with ipywidgets, the cells up to its first widget run without an error output (the first widget is
   found in the build's executed copy of the page, ``_build/.jupyter_cache``; without one, all cells run); every
@@ -259,13 +260,36 @@ def _move(control) -> str:
     return "slider -> two steps right"
 
 
-@pytest.mark.parametrize("page_name", PAGES)
-def test_page_reads_like_the_website(page_name: str, lab: str, browser) -> None:
+@pytest.fixture(scope="module")
+def lab_tab(lab: str, browser) -> Iterator:
+    """One JupyterLab tab for the module's pages: its front end (megabytes of JavaScript, parsed and started) loads
+    once, and each page is opened in it, then closed with its kernel shut down."""
     context = browser.new_context(viewport={"width": 1280, "height": 1000}, service_workers="block")
     context.route("**/*", _route)
-    page = context.new_page()
+    tab = context.new_page()
     try:
-        page.goto(lab.format(page=page_name), wait_until="load")
+        tab.goto(lab.replace("/tree/{page}", ""), wait_until="load")
+        tab.wait_for_function("() => !!window.jupyterapp", timeout=START_TIMEOUT_S * 1000)
+        tab.evaluate("() => window.jupyterapp.restored.then(() => true)")
+        yield tab
+    finally:
+        context.close()
+
+
+OPEN_JS = """(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})
+    .then(w => { window.jupyterapp.shell.activateById(w.id); return true; })"""
+OPENED_JS = f"(path) => {{ const w = {NOTEBOOK_JS}; return !!(w && w.context && w.context.path === path); }}"
+# the page's kernel shut down (its memory freed now rather than when the server stops) and the page closed unsaved
+CLOSE_JS = f"""() => {{ const w = {NOTEBOOK_JS}; if (!w || !w.sessionContext) {{ return true; }}
+    return w.sessionContext.shutdown().then(() => {{ w.dispose(); return true; }}); }}"""
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_page_reads_like_the_website(page_name: str, lab_tab) -> None:
+    page = lab_tab
+    try:
+        page.evaluate(OPEN_JS, page_name)
+        page.wait_for_function(OPENED_JS, arg=page_name, timeout=START_TIMEOUT_S * 1000)
         page.wait_for_function(KERNEL_READY_JS, timeout=START_TIMEOUT_S * 1000)
         last = first_widget_cell(page_name)
         if last is not None:  # run up to the first widget (or everything, to find it)
@@ -318,6 +342,4 @@ def test_page_reads_like_the_website(page_name: str, lab: str, browser) -> None:
                 ) from exc
     finally:
         screenshot(page, f"jupyterlab_{Path(page_name).stem}")
-        # free the kernel's memory now rather than when the server stops
-        page.evaluate(f"() => {NOTEBOOK_JS} && {NOTEBOOK_JS}.sessionContext.shutdown()")
-        context.close()
+        page.evaluate(CLOSE_JS)

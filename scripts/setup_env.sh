@@ -57,7 +57,10 @@ torch_pin="$(mktemp)"
 trap 'rm -f "$torch_pin"' EXIT
 "$py" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > "$torch_pin"
 echo "setup: installing transformer_lib (editable) with its [$extras] extra, pinned by constraints.txt ($(cat "$torch_pin") kept)"
-"$venv/bin/uv" pip install --python "$py" -c constraints.txt -c "$torch_pin" -e ".[$extras]"
+# --system-certs: uv trusts the certificates the system trusts, as pip does. By default uv knows only its own copy of
+# the public roots, so behind a proxy or mirror with a private certificate authority (pip told of it by /etc/pip.conf
+# or the system's store) pip installed torch and uv then failed with "invalid peer certificate: UnknownIssuer".
+"$venv/bin/uv" pip install --system-certs --python "$py" -c constraints.txt -c "$torch_pin" -e ".[$extras]"
 # Register this environment's Python as the "python3" kernel that the notebooks name, so that Jupyter Book,
 # nbval and jupyter lab run them here even if the user has another python3 kernel installed.
 "$py" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null

@@ -35,11 +35,18 @@ flagged by :mod:`.integrity`.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
+import importlib
+import inspect
 import shutil
 import stat
+import sys
 import tempfile
+import textwrap
 import threading
+import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -285,6 +292,45 @@ class Stubs:
             for start, end, text in sorted(edits, reverse=True):  # the decorators stay
                 lines[start - 1 : end] = [text]
             path.write_text("".join(lines))
+
+    @contextlib.contextmanager
+    def in_this_process(self) -> Iterator[None]:
+        """While the block runs, the references of :data:`REMOVED` are this assignment's stubs in the running
+        interpreter, for a test that records a check as a kernel does without starting one
+        (``tests/test_checks_under_stubs.py``). Each function runs the code :meth:`apply` writes into a kernel's copy,
+        compiled from the same source: its ``__code__`` is swapped, so that every alias (``from ...masks import
+        causal_mask``) and every decorator around it (``@torch.no_grad()``) reaches the stub, and
+        ``transformer_lib._removed`` is the copy's helper. Everything is restored on exit. PyTorch's own attention
+        (:data:`TORCH_REMOVED`) is left as it is: overriding the dispatcher cannot be undone in a process."""
+        package = _LIBRARY.name
+        helper = types.ModuleType(f"{package}._removed")
+        exec(compile(_HELPER, f"<{helper.__name__} of the grader's copy>", "exec"), helper.__dict__)
+        previous = sys.modules.get(helper.__name__)
+        sys.modules[helper.__name__] = helper
+        swapped: list[tuple[types.FunctionType, types.CodeType]] = []
+        try:
+            for file, name, shown, answer in REMOVED[self.assignment]:
+                owner: object = importlib.import_module(f"{package}.{file.removesuffix('.py').replace('/', '.')}")
+                *classes, last = name.split(".")
+                for cls in classes:
+                    owner = getattr(owner, cls)
+                raw = vars(owner)[last]
+                function = inspect.unwrap(getattr(raw, "__func__", raw))  # a classmethod's, a decorator's inner one
+                source = (_LIBRARY / file).read_text()
+                node, indent = _find(parse_source(source), name, source.splitlines(keepends=True))
+                stub: dict[str, types.FunctionType] = {}
+                text = textwrap.dedent(_stub(node, indent, shown, self.assignment, answer))
+                exec(compile(text, f"<stub of {shown}>", "exec"), stub)
+                swapped.append((function, function.__code__))
+                function.__code__ = stub[node.name].__code__
+            yield
+        finally:
+            for function, code in reversed(swapped):
+                function.__code__ = code
+            if previous is None:
+                sys.modules.pop(helper.__name__, None)
+            else:
+                sys.modules[helper.__name__] = previous
 
 
 def _find(tree: ast.Module, name: str, lines: list[str]) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]:

@@ -123,7 +123,6 @@ ASSIGNMENTS: dict[str, Assignment] = {
                 Exercise(("make_padding_mask",), "check_padding_mask", points=3),
                 Exercise(("make_causal_mask",), "check_causal_mask", points=3),
                 Exercise(("make_decoder_mask",), "check_decoder_mask", points=4),
-                Exercise(("count_visible",), "check_count_visible", points=1),
             ),
         ),
         Assignment(

@@ -34,7 +34,7 @@ from .attention import check_attention
 from .core import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult, check_assignment, grade_exercise
 from .decoder import check_decoder_layer
 from .decoding import check_beam_search, check_greedy_decode, tiny_translator
-from .masks import check_count_visible, check_causal_mask, check_decoder_mask, check_padding_mask
+from .masks import check_causal_mask, check_decoder_mask, check_padding_mask
 from .multi_head import check_merge_heads, check_multi_head_attention, check_split_heads
 from .positions import check_positional_encoding
 from .tokenizer import check_build_vocab, check_encode, check_pad_sequences
@@ -51,7 +51,6 @@ __all__ = [
     "check_padding_mask",
     "check_causal_mask",
     "check_decoder_mask",
-    "check_count_visible",
     "check_split_heads",
     "check_merge_heads",
     "check_multi_head_attention",

@@ -186,16 +186,3 @@ def check_decoder_mask(make_decoder_mask: Callable) -> str:
     return _and_random(
         f"All {len(named)} cases match the reference (another pad_id, a batch of one with length one).", random
     )
-
-
-@_check("count_visible")
-def check_count_visible(count_visible: Callable) -> str:
-    """Check ``count_visible(size) -> int``: how many (query, key) pairs a causal mask of ``size`` lets attend."""
-    named = [4, 1, 6]
-    for size in named:
-        inputs = f"size = {size}"
-        got = _call(count_visible, size, inputs=inputs)
-        want = int(causal_mask(size).sum())
-        if got != want:
-            raise _Fail("The count differs from the reference.", f"Input: {inputs}\nExpected {want}, got {got}")
-    return f"All {len(named)} cases match the reference."

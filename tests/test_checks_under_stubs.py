@@ -13,8 +13,8 @@ The path is the grader's own: the cells it runs (``notebook._code_cells``: the s
 cells; a cell that raises is passed over, as a kernel does), the random cases it hands in (``hidden.hand_in``, from a
 fixed seed here), the injected cell it writes (``runs._record_cell``), executed with the stubs in place
 (``Stubs.in_this_process``: the source ``Stubs.apply`` writes into a kernel's copy), then the verdict it computes from
-the printed recording (``runs.verdict``, which replays it). PyTorch's attention, which the kernels of assignments 3 and 5 leave out
-(``TORCH_REMOVED``), raises here by its Python names only (``F.scaled_dot_product_attention``,
+the printed recording (``runs.verdict``, which replays it). PyTorch's attention, which the kernels of assignments 3
+and 5 leave out (``TORCH_REMOVED``), raises here by its Python names only (``F.scaled_dot_product_attention``,
 ``nn.MultiheadAttention``, ...), not in the dispatcher, which a process cannot restore.
 """
 

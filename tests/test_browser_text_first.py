@@ -34,9 +34,12 @@ from transformer_lib.site.search import read_synonyms
 pytestmark = pytest.mark.browser
 CHAPTER = "book/04_attention.html"  # a chapter with many figures, most of them far below the first screen
 CJK = re.compile(r"[\u4e00-\u9fff]")
-# chapter 4 runs 188 KB of scripts before DOMContentLoaded today (79 KB of them the theme's bootstrap.js); with the
-# theme's fontawesome.js it ran 1,642 KB
-SCRIPTS_BEFORE_DCL_KB = 300
+# chapter 4 runs 79 KB of scripts before DOMContentLoaded today; with the theme's fontawesome.js it ran 1,642 KB, and
+# 191 KB while the controls' scripts (AFTER_DCL) ran before it too
+SCRIPTS_BEFORE_DCL_KB = 120
+# the scripts that only make controls work run just after DOMContentLoaded, preloaded in the head and added by a few
+# lines at the end of the body (transformer_lib/site/templates/layout.html)
+AFTER_DCL = ("bootstrap.js", "pydata-sphinx-theme.js", "clipboard.min.js", "copybutton.js")
 ICONS = """() => [...document.querySelectorAll('.fa-solid, .fa-regular, .fa-brands, .fas, .far, .fab')]
   .filter(icon => icon.getClientRects().length)
   .map(icon => { const glyph = getComputedStyle(icon, '::before');
@@ -86,6 +89,51 @@ def test_no_chapter_runs_the_icon_script_before_its_text(page: str) -> None:
     scripts = _scripts_before_dcl(page)
     assert not [src for src in scripts if src.endswith("fontawesome.js")], scripts
     assert sum(scripts.values()) < SCRIPTS_BEFORE_DCL_KB * 1024, scripts
+
+
+@pytest.mark.parametrize("page", _chapters() or ["<no built site>"])
+def test_no_chapter_runs_the_controls_scripts_before_its_text(page: str) -> None:
+    """The themes' bootstrap.js and pydata-sphinx-theme.js and sphinx-copybutton's two scripts are not among the
+    scripts run before DOMContentLoaded: each is a preload link marked ``data-tl-after-dcl``, once, in that order."""
+    _need(page)
+    scripts = _scripts_before_dcl(page)
+    assert not [src for src in scripts if src.rsplit("/", 1)[-1] in AFTER_DCL], scripts
+    html = (SITE / page).read_text(encoding="utf-8")
+    late = re.findall(r'<link rel="preload" as="script" href="([^"?]*)[^"]*" data-tl-after-dcl />', html)
+    assert [src.rsplit("/", 1)[-1] for src in late] == list(AFTER_DCL), late
+    assert all(((SITE / page).parent / src).is_file() for src in late), late
+
+
+# what a page holds of the controls' scripts when DOMContentLoaded comes, and after its load event
+_CONTROLS = """() => ({bootstrap: typeof window.bootstrap, clipboard: typeof window.ClipboardJS,
+                      copy: document.querySelectorAll('button.copybtn').length,
+                      code: document.querySelectorAll('div.highlight pre').length})"""
+
+
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+def test_the_controls_scripts_run_after_the_text_and_before_the_load_event(view: str, browser, site_url) -> None:
+    """At DOMContentLoaded none of the controls' scripts has run (no bootstrap, no copy button); by the load event
+    all have: bootstrap is there, every code block has its copy button, and the theme's light/dark button, bound
+    by pydata-sphinx-theme.js, switches the theme when clicked (tapped on a phone)."""
+    _need(CHAPTER)
+    context = browser.new_context(**(DESKTOP if view == "desktop" else PHONE))
+    context.add_init_script(
+        "document.addEventListener('DOMContentLoaded', () => { window.tlAtDcl = (" + _CONTROLS + ")(); });"
+    )
+    tab = context.new_page()
+    try:
+        tab.goto(site_url + CHAPTER, wait_until="load")
+        at_dcl, at_load = tab.evaluate("() => window.tlAtDcl"), tab.evaluate(_CONTROLS)
+        assert at_dcl["bootstrap"] == "undefined" and at_dcl["clipboard"] == "undefined", at_dcl
+        assert at_dcl["copy"] == 0 and at_dcl["code"] > 5, at_dcl
+        assert at_load["bootstrap"] == "object" and at_load["clipboard"] == "function", at_load
+        assert at_load["copy"] == at_load["code"], at_load
+        before = tab.evaluate("() => document.documentElement.dataset.theme")
+        button = tab.locator(".theme-switch-button:visible").first
+        button.tap() if view == "phone" else button.click()
+        tab.wait_for_function(f"() => document.documentElement.dataset.theme !== {before!r}", timeout=5_000)
+    finally:
+        context.close()
 
 
 # what may hold a chapter's parser (a <script src> with neither async nor defer): what runs while the page is parsed

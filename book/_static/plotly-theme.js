@@ -576,7 +576,10 @@
   }
   var queued = false, prefetched = false;
   function soon() {
-    if (queued) { return; }
+    // not while the page is parsed: the events that ask (a <details open> fires "toggle" as it is parsed, a resize)
+    // would measure the half-built page, a forced style and layout (~50 ms of the main thread before
+    // DOMContentLoaded in chapter 4); DOMContentLoaded asks once the page is whole (text first, issue 41)
+    if (queued || document.readyState === "loading") { return; }
     queued = true;
     window.requestAnimationFrame(function () { queued = false; drawNear(); });
   }

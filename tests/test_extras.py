@@ -175,6 +175,16 @@ def test_every_pinned_version_installs_on_the_oldest_python_the_project_accepts(
     )
 
 
+def test_importing_nbformat_builds_no_grammar():
+    """plotly's renderers import nbformat, and so every kernel that shows a figure, and every nbval, grader and Sphinx
+    process: jsonschema 4.25 and later import rfc3987-syntax there, which builds a lark grammar, 1.6 s of CPU each
+    time (measured: ``import nbformat`` 1.88 s of CPU with it, 0.27 s without). scripts/freeze_constraints.sh holds
+    jsonschema below it (HELD_PINS)."""
+    code = "import sys, nbformat, plotly.io as pio; pio.renderers; print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]", f"importing nbformat and plotly's renderers imported {loaded}"
+
+
 @pytest.mark.slow  # imports the whole library in a fresh interpreter: about 10 s on a 2-core CPU
 def test_no_module_needs_an_optional_package_to_be_imported():
     """Every module of the library imports while the packages of [export], [classroom], [pretrained] and [test]

@@ -180,7 +180,10 @@ def test_importing_nbformat_builds_no_grammar():
     process: jsonschema 4.25 and later import rfc3987-syntax there, which builds a lark grammar, 1.6 s of CPU each
     time (measured: ``import nbformat`` 1.88 s of CPU with it, 0.27 s without). scripts/freeze_constraints.sh holds
     jsonschema below it (HELD_PINS)."""
-    code = "import sys, nbformat, plotly.io as pio; pio.renderers; print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
+    code = (
+        "import sys, nbformat, plotly.io as pio; pio.renderers; "
+        "print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"importing nbformat and plotly's renderers imported {loaded}"
 

@@ -311,9 +311,6 @@ def main(argv: list[str] | None = None) -> int:
     container, from ``run_autograder``)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
-        # a process of the grader's own, for one notebook: nbformat's jsonschema goes without the IRI grammar that it
-        # would build if rfc3987-syntax is installed (1.5 CPU-s, for a format nbformat never checks: workers._warm_up)
-        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
         parser = argparse.ArgumentParser(prog="tl-grade gradescope run", description=run_autograder.__doc__)
         parser.add_argument("assignment", choices=list(ASSIGNMENTS))
         parser.add_argument("--root", type=Path, default=Path("/autograder"))

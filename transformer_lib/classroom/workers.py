@@ -128,14 +128,8 @@ def prepare_worker(
 def _warm_up() -> None:
     """Import what grading a notebook imports on its way (reading it, running its kernel, replaying its checks), so
     that a worker's first notebook costs what the others do and the worker's start says what it costs (1.8 CPU-s
-    measured, most of it below).
-
-    nbformat validates with jsonschema, which builds an IRI grammar when it is imported if the optional package
-    rfc3987-syntax is installed (jupyter-events asks for it): 1.5 CPU-s in each process, for a format that nbformat
-    never checks (it passes no format checker). A worker is a process of the grader's own, so it goes without."""
-    import sys
-
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # (its import fails: jsonschema skips it)
+    measured, most of it below; constraints.txt holds jsonschema below the release whose import builds an IRI grammar,
+    1.5 CPU-s more in each process: scripts/freeze_constraints.sh)."""
     import jupyter_client.asynchronous  # noqa: F401
     import nbclient  # noqa: F401
     import nbformat  # noqa: F401

@@ -278,7 +278,8 @@ def block_diagram(
     arrow_shapes, arrow_notes = _arrow_parts(paths)
     # all the shapes and labels in one go: fig.add_shape/add_annotation validate the whole list again on every call
     # (quadratic: 1.2 s of CPU for Figure 1's ~100 parts, against 0.1 s at once)
-    fig = go.Figure(layout=dict(shapes=box_shapes + arrow_shapes, annotations=box_notes + arrow_notes))
+    fig = go.Figure()
+    fig.update_layout(shapes=box_shapes + arrow_shapes, annotations=box_notes + arrow_notes)
     return layout_diagram(fig, x_range, y_range, title=title, height=height, design_width=design_width)
 
 

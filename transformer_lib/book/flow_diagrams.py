@@ -250,7 +250,8 @@ def kv_cache_diagram(
         )
     )
     # every shape and label at once (one at a time, plotly validates the whole list again on each: quadratic)
-    fig = go.Figure(layout=dict(shapes=shapes, annotations=notes))
+    fig = go.Figure()
+    fig.update_layout(annotations=notes, shapes=shapes)  # annotations first, as they were drawn: the same JSON
     return layout_diagram(
         fig,
         (-0.1, 1.2 + len(record) * _PITCH - 0.2),

@@ -146,86 +146,106 @@ def diagram_facts(fig: go.Figure, title: str | None) -> dict[str, Any]:
     return dict(kind="diagram", title=title, parts=list(parts.values())[:14], more=max(0, len(parts) - 14))
 
 
-def _draw_boxes(fig: go.Figure, boxes: Sequence[Box]) -> None:
-    """Each box as a named rectangle and its label; a frame (a repeated block) as a dashed outline, underneath."""
+def _box_parts(boxes: Sequence[Box]) -> tuple[list[dict], list[dict]]:
+    """The shapes and annotations of the boxes: each box a named rectangle and its label; a frame (a repeated block)
+    a dashed outline, underneath."""
+    shapes: list[dict] = []
+    notes: list[dict] = []
     for b in sorted(boxes, key=lambda b: not b.frame):  # frames first, underneath
         color = "#c8c8c8" if b.dim else b.color
-        fig.add_shape(
-            type="rect",
-            name=b.name,
-            x0=b.x - b.width / 2,
-            x1=b.x + b.width / 2,
-            y0=b.y - b.height / 2,
-            y1=b.y + b.height / 2,
-            fillcolor=None if b.frame else color,
-            line=dict(color=color, dash="dash" if b.frame else "solid", width=1 if b.dim else 1.5),
-            opacity=1.0 if b.frame else (0.12 if b.dim else 0.3),
-            layer="below",
+        shapes.append(
+            dict(
+                type="rect",
+                name=b.name,
+                x0=b.x - b.width / 2,
+                x1=b.x + b.width / 2,
+                y0=b.y - b.height / 2,
+                y1=b.y + b.height / 2,
+                fillcolor=None if b.frame else color,
+                line=dict(color=color, dash="dash" if b.frame else "solid", width=1 if b.dim else 1.5),
+                opacity=1.0 if b.frame else (0.12 if b.dim else 0.3),
+                layer="below",
+            )
         )
     for b in boxes:
         if b.frame:
-            fig.add_annotation(
-                name=b.name,
-                x=b.x - b.width / 2,
-                y=b.y + b.height / 2,
-                text=b.label,
-                showarrow=False,
-                xanchor="left",
-                yanchor="top",
-                xshift=3,
-                yshift=-2,
-                hovertext=b.hover or None,
-                font=dict(size=b.font_size - 1, color=DIM_TEXT if b.dim else b.color),
+            notes.append(
+                dict(
+                    name=b.name,
+                    x=b.x - b.width / 2,
+                    y=b.y + b.height / 2,
+                    text=b.label,
+                    showarrow=False,
+                    xanchor="left",
+                    yanchor="top",
+                    xshift=3,
+                    yshift=-2,
+                    hovertext=b.hover or None,
+                    font=dict(size=b.font_size - 1, color=DIM_TEXT if b.dim else b.color),
+                )
             )
         else:
-            fig.add_annotation(
-                name=b.name,
-                x=b.x,
-                y=b.y,
-                text=b.label.replace("\n", "<br>"),
-                showarrow=False,
-                hovertext=b.hover or None,
-                font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None),
+            notes.append(
+                dict(
+                    name=b.name,
+                    x=b.x,
+                    y=b.y,
+                    text=b.label.replace("\n", "<br>"),
+                    showarrow=False,
+                    hovertext=b.hover or None,
+                    font=dict(size=b.font_size, color=DIM_TEXT if b.dim else None),
+                )
             )
+    return shapes, notes
 
 
-def _draw_arrows(fig: go.Figure, paths: list) -> None:
-    """Each arrow as named line segments and an arrowhead on the last one, with its label beside it."""
+def _arrow_parts(paths: list) -> tuple[list[dict], list[dict]]:
+    """The shapes and annotations of the arrows: each arrow named line segments and an arrowhead on the last one, with
+    its label beside it."""
+    shapes: list[dict] = []
+    notes: list[dict] = []
     for points, label, name in paths:
         # every segment but the last: a plain line
         for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1], strict=False):
-            fig.add_shape(
-                type="line", name=name or None, x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5)
+            shapes.append(
+                dict(
+                    type="line", name=name or None, x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=ARROW_COLOR, width=1.5)
+                )
             )
         (x0, y0), (x1, y1) = points[-2:]
-        fig.add_annotation(
-            name=name or None,
-            x=x1,
-            y=y1,
-            ax=x0,
-            ay=y0,
-            xref="x",
-            yref="y",
-            axref="x",
-            ayref="y",
-            text="",
-            showarrow=True,
-            arrowhead=2,
-            arrowwidth=1.5,
-            arrowcolor=ARROW_COLOR,
+        notes.append(
+            dict(
+                name=name or None,
+                x=x1,
+                y=y1,
+                ax=x0,
+                ay=y0,
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                text="",
+                showarrow=True,
+                arrowhead=2,
+                arrowwidth=1.5,
+                arrowcolor=ARROW_COLOR,
+            )
         )
         if label:
             vertical = abs(x0 - x1) < 1e-9
-            fig.add_annotation(
-                x=(x0 + x1) / 2,
-                y=(y0 + y1) / 2,
-                text=label,
-                showarrow=False,
-                xanchor="left" if vertical else "center",
-                xshift=4 if vertical else 0,
-                yshift=0 if vertical else 10,
-                font=dict(size=11, color=ARROW_COLOR),
+            notes.append(
+                dict(
+                    x=(x0 + x1) / 2,
+                    y=(y0 + y1) / 2,
+                    text=label,
+                    showarrow=False,
+                    xanchor="left" if vertical else "center",
+                    xshift=4 if vertical else 0,
+                    yshift=0 if vertical else 10,
+                    font=dict(size=11, color=ARROW_COLOR),
+                )
             )
+    return shapes, notes
 
 
 def block_diagram(
@@ -254,9 +274,12 @@ def block_diagram(
     x_range, y_range = (min(xs) - 0.2, max(xs) + 0.2), (min(ys) - 0.2, max(ys) + 0.2)
     if backend == "matplotlib":
         return _matplotlib(boxes, paths, x_range, y_range, title, height)
+    box_shapes, box_notes = _box_parts(boxes)
+    arrow_shapes, arrow_notes = _arrow_parts(paths)
+    # all the shapes and labels in one go: fig.add_shape/add_annotation validate the whole list again on every call
+    # (quadratic: 1.2 s of CPU for Figure 1's ~100 parts, against 0.1 s at once)
     fig = go.Figure()
-    _draw_boxes(fig, boxes)
-    _draw_arrows(fig, paths)
+    fig.update_layout(shapes=box_shapes + arrow_shapes, annotations=box_notes + arrow_notes)
     return layout_diagram(fig, x_range, y_range, title=title, height=height, design_width=design_width)
 
 

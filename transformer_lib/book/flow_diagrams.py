@@ -131,17 +131,19 @@ def kv_cache_steps(model: nn.Module, prompt: torch.Tensor, steps: int = 3, bos_i
 _PITCH, _CELL, _ROW_H = 2.3, 0.34, 1.55  # a step's column, a stored position's cell, a layer's block
 
 
-def _draw_step(fig: go.Figure, s: int, step: dict, top: float) -> None:
-    """Column ``s``: its heading, and for each layer one cell per stored position of K and of V, this step's
-    orange, the kept ones blue, with the cache's shape under them."""
+def _step_parts(s: int, step: dict, top: float, shapes: list[dict], notes: list[dict]) -> None:
+    """Column ``s``, added to ``shapes`` and ``notes``: its heading, and for each layer one cell per stored position of
+    K and of V, this step's orange, the kept ones blue, with the cache's shape under them."""
     x0 = 1.2 + s * _PITCH
-    fig.add_annotation(
-        name=f"step{s + 1}",
-        x=x0 + 0.9,
-        y=top + 0.45,
-        showarrow=False,
-        text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
-        font=dict(size=11),
+    notes.append(
+        dict(
+            name=f"step{s + 1}",
+            x=x0 + 0.9,
+            y=top + 0.45,
+            showarrow=False,
+            text=f"step {s + 1}<br>+{step['new']} position" + ("s" if step["new"] > 1 else ""),
+            font=dict(size=11),
+        )
     )
     for layer, shape in enumerate(step["self"]):
         length = shape[2]
@@ -149,49 +151,58 @@ def _draw_step(fig: go.Figure, s: int, step: dict, top: float) -> None:
         for kind, y in (("K", base + 1.05), ("V", base + 0.65)):
             for i in range(length):
                 new = i >= length - step["new"]
-                fig.add_shape(
-                    type="rect",
-                    name=f"L{layer + 1}_{kind}_s{s + 1}_{i}",
-                    x0=x0 + i * _CELL,
-                    x1=x0 + (i + 0.85) * _CELL,
-                    y0=y - 0.16,
-                    y1=y + 0.16,
-                    layer="below",
-                    fillcolor=ORANGE if new else BLUE,
-                    opacity=0.9 if new else 0.45,
-                    line=dict(width=0),
+                shapes.append(
+                    dict(
+                        type="rect",
+                        name=f"L{layer + 1}_{kind}_s{s + 1}_{i}",
+                        x0=x0 + i * _CELL,
+                        x1=x0 + (i + 0.85) * _CELL,
+                        y0=y - 0.16,
+                        y1=y + 0.16,
+                        layer="below",
+                        fillcolor=ORANGE if new else BLUE,
+                        opacity=0.9 if new else 0.45,
+                        line=dict(width=0),
+                    )
                 )
-        fig.add_annotation(
-            name=f"L{layer + 1}_shape_s{s + 1}",
-            x=x0 + 0.9,
-            y=base + 0.28,
-            showarrow=False,
-            text=str(shape).replace(" ", ""),
-            font=dict(size=10, color=DIM_TEXT),
+        notes.append(
+            dict(
+                name=f"L{layer + 1}_shape_s{s + 1}",
+                x=x0 + 0.9,
+                y=base + 0.28,
+                showarrow=False,
+                text=str(shape).replace(" ", ""),
+                font=dict(size=10, color=DIM_TEXT),
+            )
         )
 
 
-def _draw_layer_labels(fig: go.Figure, n_layers: int, steps: int) -> None:
-    """Each layer's name on the left, and a thin rule between layers across every column."""
+def _layer_label_parts(n_layers: int, steps: int, shapes: list[dict], notes: list[dict]) -> None:
+    """Each layer's name on the left, and a thin rule between layers across every column, added to ``shapes`` and
+    ``notes``."""
     for layer in range(n_layers):
         base = layer * _ROW_H
-        fig.add_annotation(
-            name=f"L{layer + 1}_label",
-            x=0.0,
-            y=base + 0.85,
-            showarrow=False,
-            xanchor="left",
-            text=f"layer {layer + 1}<br>K<br>V",
-            font=dict(size=11),
+        notes.append(
+            dict(
+                name=f"L{layer + 1}_label",
+                x=0.0,
+                y=base + 0.85,
+                showarrow=False,
+                xanchor="left",
+                text=f"layer {layer + 1}<br>K<br>V",
+                font=dict(size=11),
+            )
         )
         if layer:
-            fig.add_shape(
-                type="line",
-                x0=0,
-                x1=1.2 + steps * _PITCH - 0.3,
-                y0=base - 0.05,
-                y1=base - 0.05,
-                line=dict(color="#e0e0e0", width=1),
+            shapes.append(
+                dict(
+                    type="line",
+                    x0=0,
+                    x1=1.2 + steps * _PITCH - 0.3,
+                    y0=base - 0.05,
+                    y1=base - 0.05,
+                    line=dict(color="#e0e0e0", width=1),
+                )
             )
 
 
@@ -220,21 +231,27 @@ def kv_cache_diagram(
     were kept from earlier steps and are not recomputed."""
     record = kv_cache_steps(model, prompt, steps, bos_id)
     n_layers = len(record[0]["self"])
-    fig = go.Figure()
+    shapes: list[dict] = []
+    notes: list[dict] = []
     top = n_layers * _ROW_H
     for s, step in enumerate(record):
-        _draw_step(fig, s, step, top)
-    _draw_layer_labels(fig, n_layers, len(record))
-    fig.add_annotation(
-        name="cross",
-        x=0.0,
-        y=-0.4,
-        showarrow=False,
-        xanchor="left",
-        align="left",
-        text=_cache_note(record),
-        font=dict(size=10, color=DIM_TEXT),
+        _step_parts(s, step, top, shapes, notes)
+    _layer_label_parts(n_layers, len(record), shapes, notes)
+    notes.append(
+        dict(
+            name="cross",
+            x=0.0,
+            y=-0.4,
+            showarrow=False,
+            xanchor="left",
+            align="left",
+            text=_cache_note(record),
+            font=dict(size=10, color=DIM_TEXT),
+        )
     )
+    # every shape and label at once (one at a time, plotly validates the whole list again on each: quadratic)
+    fig = go.Figure()
+    fig.update_layout(annotations=notes, shapes=shapes)  # annotations first, as they were drawn: the same JSON
     return layout_diagram(
         fig,
         (-0.1, 1.2 + len(record) * _PITCH - 0.2),

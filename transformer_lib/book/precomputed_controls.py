@@ -139,16 +139,14 @@ def _view(draw: Callable[..., go.Figure], combo: dict) -> go.Figure:
 
 def _stacked(views: list[go.Figure], start: int) -> tuple[go.Figure, list[tuple[int, int]]]:
     """One figure with every view's traces, only view ``start``'s visible, and each view's span of trace indices."""
-    out = go.Figure(layout=views[start].layout)
+    traces: list[dict] = []
     spans = []
     for i, fig in enumerate(views):
-        first = len(out.data)
-        for trace in fig.data:
-            trace = go.Figure(trace).data[0]  # a copy: the same trace object cannot sit in two figures
-            trace.visible = i == start
-            out.add_trace(trace)
-        spans.append((first, len(out.data)))
-    return out, spans
+        first = len(traces)
+        traces += [{**trace.to_plotly_json(), "visible": i == start} for trace in fig.data]
+        spans.append((first, len(traces)))
+    # every trace in one go: out.add_trace validates all of them again on each call (quadratic in the views)
+    return go.Figure(data=traces, layout=views[start].layout), spans
 
 
 def _control_layout(control: dict, names: list[str], label: str | None) -> dict:

@@ -35,7 +35,10 @@ def pad_batch(
         seq = seq.tolist() if isinstance(seq, torch.Tensor) else seq
         if isinstance(seq, (str, bytes)) or not isinstance(seq, Iterable):
             raise TypeError(f"sequences[{i}]: expected a list of int ids, got {type(seq).__name__}")
-        rows.append([check_int(f"sequences[{i}][{j}]", value) for j, value in enumerate(seq)])
+        row = list(seq)
+        if not all(type(value) is int for value in row):  # checked one by one (and named) only when needed
+            row = [check_int(f"sequences[{i}][{j}]", value) for j, value in enumerate(row)]
+        rows.append(row)
     if not rows:
         raise ValueError("sequences: expected at least one sequence, got an empty batch")
     T = max(len(row) for row in rows)

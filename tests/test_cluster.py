@@ -365,21 +365,3 @@ def test_a_dead_workers_folder_is_gone_once_the_teachers_cluster_closes(tmp_path
         (dead / "tl-lib-x").mkdir(parents=True)  # killed after its replacement's start (which removes dead ones)
     assert not dead.exists() and not list(temporary.glob("tl-*")), list(temporary.iterdir())
     assert "tl-grade-remove-dead" in plugins, plugins
-
-
-def test_an_embedded_worker_has_the_teachers_environment_of_now_not_of_the_fork_server(monkeypatch):
-    """The embedded cluster's workers fork from a fork server started with the environment of its time: a variable
-    changed since (TMPDIR, a secret) reaches the next worker, and one removed since is gone from it."""
-    import os
-
-    def seen() -> str | None:
-        with cluster._client(None, 1) as client:
-            # (a function that reads the worker's os.environ: os.environ.get itself would be pickled with this one's)
-            return client.submit(lambda: os.environ.get("TL_TEST_SECRET"), pure=False).result()
-
-    monkeypatch.setenv("TL_TEST_SECRET", "first")
-    assert seen() == "first"
-    monkeypatch.setenv("TL_TEST_SECRET", "second")
-    assert seen() == "second"
-    monkeypatch.delenv("TL_TEST_SECRET")
-    assert seen() is None

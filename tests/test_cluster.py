@@ -158,8 +158,7 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
         # as the embedded cluster runs (one notebook per worker at a time: with a second one queued on a worker, the
         # kill meant for carol's notebook took the one waiting there with it, twice in one run), one failure allowed
         dask.config.set({**cluster._EMBEDDED, "distributed.scheduler.allowed-failures": 1}),
-        # (its workers fork from the embedded cluster's fork server, given this environment: TMPDIR above)
-        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, env=cluster._fork_server()) as local,
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as local,
     ):
         watcher = threading.Thread(
             target=lambda: killed.extend(

@@ -51,15 +51,7 @@ _EMBEDDED = {
     # one ahead, to wait behind a long notebook or be stolen back): nothing to steal, no stealing to run (100 ms)
     "distributed.scheduler.worker-saturation": 1.0,
     "distributed.scheduler.work-stealing": False,
-    # each worker forked from a server that has imported what grading imports (torch, the checks, the kernel client)
-    # instead of a fresh Python importing it all again: 2.3 CPU-s less per worker, and per replacement of a dead one
-    # (three classes of two notebooks graded in one process: 24.4 CPU-s with spawn, 12.8 with the fork server)
-    "distributed.worker.multiprocessing-method": "forkserver",
 }
-# what the fork server imports once (nbformat and nbclient are left to each worker's warm-up, which imports them
-# without building jsonschema's IRI grammar: workers._warm_up)
-_PRELOAD = ["distributed", "transformer_lib.classroom.cluster", "transformer_lib.classroom.checks", "jupyter_client"]
-_FORK_SERVER_ENV: list[dict[str, str]] = []  # the environment the fork server of this process started with
 WORKER_COLUMNS = ("student", "assignment", "file_name", "worker", "outcome", "seconds")
 _CONNECT_TIMEOUT = 30  # seconds to reach a teacher's scheduler
 
@@ -184,8 +176,6 @@ def _client(scheduler: str | None, jobs: int) -> Any:
         with client:
             yield client
         return
-    with dask.config.set(_EMBEDDED):
-        env = _fork_server()
     with (
         dask.config.set(_EMBEDDED),
         LocalCluster(
@@ -194,7 +184,6 @@ def _client(scheduler: str | None, jobs: int) -> Any:
             processes=True,
             dashboard_address=None,
             silence_logs=logging.ERROR,
-            env=env,
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -202,31 +191,6 @@ def _client(scheduler: str | None, jobs: int) -> Any:
     from .workers import remove_stale
 
     remove_stale()  # the folder of a worker killed on this machine (its replacement, if any, removed the others)
-
-
-def _fork_server() -> dict[str, str]:
-    """Make the embedded cluster's workers fork from multiprocessing's fork server, told what to import first; returns
-    the environment to give each worker (the Nanny's ``env``). A forked worker starts with the environment of the fork
-    server, not of this process now, as a spawned one did: each worker is given this process's environment (what
-    changed or was added since the server started: TMPDIR, a secret a test sets), and a server whose environment
-    holds a variable this process no longer has is stopped, so that the next worker starts a new one. (Dask's
-    ``distributed.nanny.pre-spawn-environ`` variables, OMP_NUM_THREADS among them, stay Dask's to set.)"""
-    import multiprocessing
-    from multiprocessing import forkserver
-
-    import dask
-    from distributed.utils import get_mp_context
-
-    get_mp_context()  # Dask's own preload list, set once per process: replaced by ours below, before any start
-    own = dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {}
-    env = {k: v for k, v in os.environ.items() if k not in own}
-    if _FORK_SERVER_ENV and not _FORK_SERVER_ENV[0].keys() <= env.keys():
-        forkserver._forkserver._stop()  # type: ignore[attr-defined]  # (the next worker starts a new server)
-        _FORK_SERVER_ENV.clear()
-    if not _FORK_SERVER_ENV:
-        multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
-        _FORK_SERVER_ENV.append(env)
-    return env
 
 
 class _Progress:

@@ -17,6 +17,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # worker sits idle (xdist's own order puts the files with the most tests first).
         slow_files = {item.path for item in items if "slow" in item.keywords}
         items.sort(key=lambda item: item.path not in slow_files)
+    unplaced = [
+        item.nodeid
+        for item in items
+        if "sweeps" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("xdist_group")
+    ]
+    if unplaced:  # on two xdist workers (scripts/test_all.sh) it could land on the worker without its sweeps
+        raise pytest.UsageError(
+            "a test that reads the browser sweeps needs the xdist group of the sweeps it reads (site_browser.EN_SWEEPS"
+            f" or ZH_SWEEPS), or its worker sweeps the site a second time: {unplaced[:5]}"
+        )
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

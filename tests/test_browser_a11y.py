@@ -79,21 +79,38 @@ def test_the_dark_sample_holds_every_kind_of_control() -> None:
     assert len(sample) < len(pages) / 2, sample  # a sample, not the whole site again
 
 
-def test_axe_finds_a_planted_violation(browser, site_url: str) -> None:
-    """The check can fail: an image without a text alternative and an unlabelled menu, added to a real page."""
+# the planted faults: one page for the four tests below (on one xdist worker), each fault added, checked, removed
+PLANTED_AXE = pytest.mark.xdist_group("planted-axe")
+
+
+@pytest.fixture(scope="module")
+def planted_page(browser, site_url: str):
+    """The glossary, axe injected; a test plants its fault in ``#tl-planted`` (emptied after it)."""
     context = browser.new_context(**DESKTOP)
     try:
         page = context.new_page()
         page.goto(site_url + "book/glossary.html", wait_until="load")
-        page.evaluate(
-            "() => { const a = document.querySelector('article');"
-            " a.insertAdjacentHTML('beforeend', '<img src=\"x.png\"><select><option>1</option></select>'); }"
-        )
+        page.evaluate("() => document.querySelector('article').insertAdjacentHTML('beforeend', '<div id=tl-planted>')")
         page.add_script_tag(path=str(AXE))
-        found = {v["id"] for v in page.evaluate(RUN_AXE, [AXE_TAGS, None])}
-        assert {"image-alt", "select-name"} <= found, found
+        yield page
     finally:
         context.close()
+
+
+def _axe_with(page, planted: str, selectors: tuple) -> dict:
+    """What axe finds (rule ids) with ``planted`` in the page, for each color-contrast selector in ``selectors``."""
+    page.evaluate("(html) => { document.getElementById('tl-planted').innerHTML = html; }", planted)
+    try:
+        return {selector: {v["id"] for v in page.evaluate(RUN_AXE, [AXE_TAGS, selector])} for selector in selectors}
+    finally:
+        page.evaluate("() => { document.getElementById('tl-planted').innerHTML = ''; }")
+
+
+@PLANTED_AXE
+def test_axe_finds_a_planted_violation(planted_page) -> None:
+    """The check can fail: an image without a text alternative and an unlabelled menu, added to a real page."""
+    found = _axe_with(planted_page, '<img src="x.png"><select><option>1</option></select>', (None,))[None]
+    assert {"image-alt", "select-name"} <= found, found
 
 
 LOW_CONTRAST = "color: #bbb; background: #fff"
@@ -107,23 +124,13 @@ PLANTED = {
 }
 
 
+@PLANTED_AXE
 @pytest.mark.parametrize("where", PLANTED)
-def test_axe_finds_low_contrast_where_it_measures_it(where: str, browser, site_url: str) -> None:
+def test_axe_finds_low_contrast_where_it_measures_it(where: str, planted_page) -> None:
     """Light grey on white, planted in the prose, is found on every page; planted in a code block, it is found where
     axe measures code (the sample's pages) and left to the sample elsewhere (NOT_CODE); planted as a figure's SVG
     text, axe never reports it (it cannot tell the background: "incomplete"), so skipping figures loses nothing."""
-    planted = PLANTED[where]
-    found = {}
-    for selector in (None, NOT_CODE, NOT_FIGURES):
-        context = browser.new_context(**DESKTOP)
-        try:
-            page = context.new_page()
-            page.goto(site_url + "book/glossary.html", wait_until="load")
-            page.evaluate(f"() => document.querySelector('article').insertAdjacentHTML('beforeend', {planted!r})")
-            page.add_script_tag(path=str(AXE))
-            found[selector] = {v["id"] for v in page.evaluate(RUN_AXE, [AXE_TAGS, selector])}
-        finally:
-            context.close()
+    found = _axe_with(planted_page, PLANTED[where], (None, NOT_CODE, NOT_FIGURES))
     assert ("color-contrast" in found[None]) == (where != "figure"), found
     assert ("color-contrast" in found[NOT_CODE]) == (where == "prose"), found
     assert ("color-contrast" in found[NOT_FIGURES]) == (where != "figure"), found

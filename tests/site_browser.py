@@ -6,7 +6,9 @@ browser context, waits until every figure is drawn (figures are drawn on demand 
 for all of them), and then, in that one visit, runs every check that reads the page (figures drawn, requests,
 JavaScript errors, text overflow, raw formula source, figure text, diagrams, the Chinese edition's reading checks,
 axe) and finally operates the controls, which change what is drawn. The tests (``test_browser*.py``) assert on what
-a sweep recorded, one test per page and check, so that a failure names its page.
+a sweep recorded, one test per page and check, so that a failure names its page. On two xdist workers
+(scripts/test_all.sh), the tests that read one language's sweeps form one group (:data:`EN_SWEEPS`,
+:data:`ZH_SWEEPS`): each sweep is still made once, by one worker, while the other sweeps the other language.
 
 Screenshots are taken only when asked for (``TL_SCREENSHOTS=1``), into ``$TL_SCREENSHOTS_DIR`` or a folder in the
 system's temporary directory, never into the repository.

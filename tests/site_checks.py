@@ -8,7 +8,6 @@ Reading checks come first and the controls last, since operating a control chang
 from __future__ import annotations
 
 import functools
-import os
 import re
 from typing import Any
 
@@ -546,10 +545,6 @@ def dark_sample(pages: list[str]) -> list[str]:
     return chosen
 
 
-# each sweep's xdist group (site_browser.EN_SWEEPS, ZH_SWEEPS): the tests that read it carry that group
-SWEEP_GROUPS = {"desktop-en": "en", "phone-en": "en", "desktop-zh": "zh", "phone-zh": "zh", "phone-dark-axe": "zh"}
-
-
 class Sweeps:
     """The site swept once per language and view, on demand: ``desktop("en")``, ``phone("zh")``, ``dark_axe()``."""
 
@@ -569,16 +564,6 @@ class Sweeps:
     ) -> dict:
         from site_browser import sweep
 
-        if key not in self._done and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-            # on two workers each language's sweeps are made by the worker that runs that language's group
-            # (site_browser.EN_SWEEPS, ZH_SWEEPS): a sweep of the other group here is made twice in the run
-            groups = {SWEEP_GROUPS[k] for k in [*self._done, key]}
-            if len(groups) > 1:
-                raise RuntimeError(
-                    f"sweep {key!r} asked for on a worker that made {sorted(self._done)}: a test reads the sweeps of"
-                    f" both groups {sorted(groups)}; give it the group of the sweeps it reads (site_browser.EN_SWEEPS"
-                    " or ZH_SWEEPS), or split it"
-                )
         if key not in self._done:
             self._done[key] = sweep(self.browser, self.site_url, key, pages, options, checks, settle_ms, withheld)
         return self._done[key]

@@ -131,9 +131,11 @@ stage "build" env VENV="$reader" bash scripts/build_book.sh
 # (measured on a quiet machine: 567 s for the two side by side, against 172 s + 466 s one after the other)
 background "jupyterlab" $py -m pytest $(marked jupyterlab) -m jupyterlab -n 2 -p no:cacheprovider
 if [ -d _build/html ]; then
-    # every test marked browser, in any file, one at a time (two Chromiums on two cores were slower); each page is
-    # visited once per language and width (tests/site_browser.py); the slowest tests are listed at the end
-    stage "browser" $py -m pytest $(marked browser) -m browser -p no:cacheprovider --durations=15
+    # every test marked browser, in any file, on two workers: the tests that read one language's sweeps on one worker
+    # (each page is visited once per language and width: tests/site_browser.py, xdist groups), the other tests on
+    # whichever is free (measured with JupyterLab beside it: the pair 498 s wall at load 2-8, against 516 s on one
+    # worker on a quiet machine; the pair is CPU-bound, ~870 s of CPU on 2 cores); the slowest tests are listed at the end
+    stage "browser" $py -m pytest $(marked browser) -m browser -n 2 --dist loadgroup -p no:cacheprovider --durations=15
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")
 fi

@@ -17,6 +17,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # worker sits idle (xdist's own order puts the files with the most tests first).
         slow_files = {item.path for item in items if "slow" in item.keywords}
         items.sort(key=lambda item: item.path not in slow_files)
+    unplaced = [
+        item.nodeid
+        for item in items
+        if "sweeps" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("xdist_group")
+    ]
+    if unplaced:  # on two xdist workers (scripts/test_all.sh) it could land on the worker without its sweeps
+        raise pytest.UsageError(
+            "a test that reads the browser sweeps needs the xdist group of the sweeps it reads (site_browser.EN_SWEEPS"
+            f" or ZH_SWEEPS), or its worker sweeps the site a second time: {unplaced[:5]}"
+        )
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
@@ -80,6 +90,40 @@ def site_url() -> Iterator[str]:
     server.shutdown()
 
 
+def _xdist_group(nodeid: str) -> str | None:
+    """The xdist_group mark of a test, read from its function and module (by the nodeid, "tests/test_x.py::test_y[z]",
+    which is all xdist's controller sees of a test); a mark given to one parameter is not seen."""
+    import importlib
+
+    path, _, name = nodeid.partition("::")
+    if not Path(path).name.startswith("test_") or not path.endswith(".py") or not name:
+        return None  # a doctest, or no test function
+    module = importlib.import_module(Path(path).stem)  # as pytest imports it: tests/ is on sys.path (conftest.py)
+    function = getattr(module, name.split("[")[0].split("::")[0], None)
+    marks = [*getattr(function, "pytestmark", []), *_as_list(getattr(module, "pytestmark", []))]
+    return next((str(m.args[0]) for m in marks if m.name == "xdist_group"), None)
+
+
+def _as_list(marks) -> list:
+    return marks if isinstance(marks, list) else [marks]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup`` as xdist documents it: the tests marked with one xdist_group run on one worker, each other
+    test wherever a worker is free. xdist 3.8's own loadgroup groups nothing under pytest 9.2 (it renames a test's
+    nodeid, which pytest 9.2 no longer lets it do: pytest-xdist issue 1386), so the controller reads the marks."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class MarkedGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _xdist_group(nodeid) or nodeid
+
+    return MarkedGroups(config, log)
+
+
 _SWEPT_PAGES = pytest.StashKey[set]()  # the pages the selected tests ask about, when a run selects some (-k 05_masks)
 
 
@@ -106,10 +150,29 @@ def sweeps(browser, site_url: str, pytestconfig: pytest.Config):
     return Sweeps(browser, site_url, only=pytestconfig.stash.get(_SWEPT_PAGES, None))
 
 
-def pytest_terminal_summary(terminalreporter) -> None:
-    """After a browser run: how soon the pages' load event came (a measurement to read, not a test)."""
+def _site_lines() -> list[str]:
     import sys
 
     site_browser = sys.modules.get("site_browser")
-    for line in site_browser.load_time_summary() if site_browser else []:
+    return site_browser.load_time_summary() if site_browser else []
+
+
+_WORKER_SITE_LINES: list[str] = []  # what each xdist worker's sweeps measured (scripts/test_all.sh: two workers)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its sweeps' measurements go to the controller's summary
+        workeroutput["site_lines"] = _site_lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    _WORKER_SITE_LINES.extend(getattr(node, "workeroutput", {}).get("site_lines", []))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """After a browser run: how soon the pages' load event came and where each sweep's time went, in this process
+    and in each xdist worker (a measurement to read, not a test)."""
+    for line in _site_lines() + _WORKER_SITE_LINES:
         terminalreporter.write_line(f"site: {line}")

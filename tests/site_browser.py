@@ -6,7 +6,9 @@ browser context, waits until every figure is drawn (figures are drawn on demand 
 for all of them), and then, in that one visit, runs every check that reads the page (figures drawn, requests,
 JavaScript errors, text overflow, raw formula source, figure text, diagrams, the Chinese edition's reading checks,
 axe) and finally operates the controls, which change what is drawn. The tests (``test_browser*.py``) assert on what
-a sweep recorded, one test per page and check, so that a failure names its page.
+a sweep recorded, one test per page and check, so that a failure names its page. On two xdist workers
+(scripts/test_all.sh), the tests that read one language's sweeps form one group (:data:`EN_SWEEPS`,
+:data:`ZH_SWEEPS`): each sweep is still made once, by one worker, while the other sweeps the other language.
 
 Screenshots are taken only when asked for (``TL_SCREENSHOTS=1``), into ``$TL_SCREENSHOTS_DIR`` or a folder in the
 system's temporary directory, never into the repository.
@@ -25,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # the built site: _build/html, or another copy of it named by TL_SITE (to compare two builds)
@@ -47,6 +51,11 @@ DESKTOP = {"viewport": {"width": 1280, "height": 900}, "service_workers": "block
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "service_workers": "block"}
 NO_SITE = "no built site in _build/html: run `bash scripts/build_book.sh` first"
 NO_ZH_SITE = "no Chinese site in _build/html/zh: run `bash scripts/build_book.sh` first"
+# scripts/test_all.sh runs the browser tests on two xdist workers (--dist loadgroup): the tests that read one language's
+# sweeps carry that language's group, so that all of them run on one worker and each sweep is made once (conftest.py
+# refuses a test that asks for the sweeps without a group); the other tests go to whichever worker is free.
+EN_SWEEPS = pytest.mark.xdist_group("sweeps-en")  # desktop("en"), phone("en")
+ZH_SWEEPS = pytest.mark.xdist_group("sweeps-zh")  # desktop("zh"), phone("zh"), dark_axe() (English and Chinese pages)
 
 
 def screenshot_dir() -> Path | None:
@@ -280,8 +289,6 @@ def sweep(
 def record_of(sweep: dict[str, dict], name: str, missing: str = NO_SITE) -> dict:
     """A page's record from a sweep, for a test about that page: skipped (``missing`` says why) when the sweep did
     not visit it, failed when the visit itself failed."""
-    import pytest
-
     if name not in sweep:
         pytest.skip(missing)
     record = sweep[name]

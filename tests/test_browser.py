@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from site_browser import NO_SITE, SITE, Visit, content_pages, ready, record_of, screenshot, serve
+from site_browser import EN_SWEEPS, NO_SITE, SITE, Visit, content_pages, ready, record_of, screenshot, serve
 from site_checks import CONTRAST
 
 pytestmark = pytest.mark.browser
@@ -24,6 +24,7 @@ DRAWN_TIMEOUT_MS = 30_000
 PAGES = content_pages() or ["<no built site>"]
 
 
+@EN_SWEEPS
 @pytest.mark.parametrize("name", PAGES)
 def test_page_renders_offline(name: str, sweeps) -> None:
     """Every page, offline: no request leaves the machine, every local file loads, no JavaScript error, every
@@ -157,6 +158,7 @@ def test_pages_stay_under_the_weight_budget() -> None:
     assert not heavy, f"pages over {PAGE_BUDGET_KB} KB: {heavy}"
 
 
+@EN_SWEEPS
 @pytest.mark.parametrize("name", PAGES)
 def test_every_control_on_the_page_changes_what_is_drawn(name: str, sweeps) -> None:
     """Every page of the built site: each menu (HTML twins, the pretrained explorer) and each plotly slider or
@@ -214,6 +216,7 @@ def _views(sweeps, view: str, lang: str = "en") -> dict[str, dict]:
     return sweeps.desktop(lang) if view == "desktop" else sweeps.phone(lang)
 
 
+@EN_SWEEPS
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_nothing_runs_out_of_the_content_column(view: str, sweeps) -> None:
     """Every element of every page fits the text column, or sits in a box that scrolls (code, wide tables)."""
@@ -221,6 +224,7 @@ def test_nothing_runs_out_of_the_content_column(view: str, sweeps) -> None:
     assert not problems, problems
 
 
+@EN_SWEEPS
 def test_a_phone_shows_heatmaps_formulas_and_printed_text_at_the_column_width(sweeps, browser, site_url) -> None:
     """At 390 px: every heatmap's plot spans at least 70 % of its figure, every displayed formula fits the column,
     and printed text wraps (book/_static/plotly-theme.js and fit.js), on every page; no JavaScript error there."""
@@ -238,6 +242,7 @@ def test_a_phone_shows_heatmaps_formulas_and_printed_text_at_the_column_width(sw
         visit.close()
 
 
+@EN_SWEEPS
 def test_no_page_shows_raw_formula_source(sweeps) -> None:
     """MathJax typeset every formula: no "$", "\\(" or "\\[" is left in a page's text (a broken formula shows
     its source, as chapter 7's "$1 + 2 + \\dots" did)."""
@@ -245,6 +250,7 @@ def test_no_page_shows_raw_formula_source(sweeps) -> None:
     assert not problems, problems
 
 
+@EN_SWEEPS
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_no_text_in_a_figure_overlaps_other_text_or_leaves_the_figure(view: str, sweeps) -> None:
     """On every page, at 1280 and 390 px, no two texts of a plotly figure intersect, none leaves its figure, and
@@ -272,6 +278,7 @@ def test_every_chapter_opens_with_its_part_of_figure_1() -> None:
     assert [n for n in chapters if n not in diagram_pages()] == []
 
 
+@EN_SWEEPS
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(view: str, sweeps) -> None:
     """Every page with diagrams drawn from live modules shows each one (SVG with boxes and labels), inside the text
@@ -301,6 +308,7 @@ def test_diagrams_drawn_from_the_model_fit_and_keep_their_labels_in_their_boxes(
 # A reader on a phone (390 px, touch), in dark mode, with assistive technology (issue 24).
 
 
+@EN_SWEEPS
 def test_a_phone_opens_the_navigation_and_the_page_contents_by_touch(sweeps) -> None:
     """At 390 px with touch, on every page, a tap on ☰ opens the table of contents and a tap on "On this page"
     opens the page's sections (book/_static/reader.js hands the visible buttons' taps to the themes' handlers)."""
@@ -311,6 +319,7 @@ def test_a_phone_opens_the_navigation_and_the_page_contents_by_touch(sweeps) -> 
     assert not problems, problems
 
 
+@EN_SWEEPS
 def test_plotly_menus_are_html_menus_that_change_the_figure_by_touch(sweeps) -> None:
     """No plotly dropdown is left on any page (they ignore taps); each became HTML menus over its figure
     (book/_static/plotly-theme.js), and tapping one and picking another entry changes the figure."""
@@ -329,6 +338,7 @@ def test_plotly_menus_are_html_menus_that_change_the_figure_by_touch(sweeps) -> 
     } <= pages, sorted(pages)
 
 
+@EN_SWEEPS
 def test_tapping_a_menu_on_a_phone_raises_no_javascript_error(sweeps) -> None:
     """No JavaScript error while the phone sweep taps the drawers and the menus (an attention grid's layer menu, whose
     entries also replace the head slider, threw inside plotly.js on a phone until plotly-theme.js split the call)."""
@@ -339,6 +349,7 @@ def test_tapping_a_menu_on_a_phone_raises_no_javascript_error(sweeps) -> None:
     assert not errors, errors
 
 
+@EN_SWEEPS
 def test_no_figure_toolbar_offers_to_upload_and_phones_show_none(sweeps) -> None:
     """Every figure's toolbar has no "Share chart..." (upload) button and no plotly logo; on a touch screen it is
     off, so it cannot cover the figure's title (transformer_lib.book.toolbar.PLOTLY_CONFIG)."""

@@ -13,7 +13,19 @@ of axe's time)."""
 from __future__ import annotations
 
 import pytest
-from site_browser import AXE, AXE_TAGS, DESKTOP, NO_SITE, NO_ZH_SITE, SITE, content_pages, zh_checked, zh_pages
+from site_browser import (
+    AXE,
+    AXE_TAGS,
+    DESKTOP,
+    EN_SWEEPS,
+    NO_SITE,
+    NO_ZH_SITE,
+    SITE,
+    ZH_SWEEPS,
+    content_pages,
+    zh_checked,
+    zh_pages,
+)
 from site_checks import NOT_CODE, NOT_FIGURES, RUN_AXE, code_colour_keys, dark_sample
 
 pytestmark = pytest.mark.browser
@@ -32,6 +44,7 @@ def _check(sweep: dict[str, dict], name: str, view: str, missing: str) -> None:
     assert "visit_error" not in record and not record["axe"], _said(name, view, record)
 
 
+@EN_SWEEPS
 @pytest.mark.parametrize("name", content_pages() or ["<no built site>"])
 def test_no_wcag_violation(name: str, sweeps) -> None:
     _check(sweeps.desktop(), name, "desktop-light", NO_SITE)
@@ -40,12 +53,14 @@ def test_no_wcag_violation(name: str, sweeps) -> None:
 _DARK = dark_sample(content_pages())
 
 
+@ZH_SWEEPS
 @pytest.mark.parametrize("name", _DARK + [p for p in zh_pages() if p.removeprefix("zh/") in _DARK] or ["<no site>"])
 def test_no_wcag_violation_on_a_dark_phone_without_reader_js(name: str, sweeps) -> None:
     """The HTML the build writes and the theme's scripts, without ours that name controls: axe clean on a phone."""
     _check(sweeps.dark_axe(), name, "phone-dark, reader.js withheld", NO_SITE)
 
 
+@ZH_SWEEPS
 @pytest.mark.parametrize("name", [p for p in zh_checked() if p != "zh/index.html"] or ["<no Chinese site>"])
 def test_no_wcag_violation_on_the_chinese_site(name: str, sweeps) -> None:
     _check(sweeps.desktop("zh"), name, "desktop-light", NO_ZH_SITE)
@@ -64,21 +79,38 @@ def test_the_dark_sample_holds_every_kind_of_control() -> None:
     assert len(sample) < len(pages) / 2, sample  # a sample, not the whole site again
 
 
-def test_axe_finds_a_planted_violation(browser, site_url: str) -> None:
-    """The check can fail: an image without a text alternative and an unlabelled menu, added to a real page."""
+# the planted faults: one page for the four tests below (on one xdist worker), each fault added, checked, removed
+PLANTED_AXE = pytest.mark.xdist_group("planted-axe")
+
+
+@pytest.fixture(scope="module")
+def planted_page(browser, site_url: str):
+    """The glossary, axe injected; a test plants its fault in ``#tl-planted`` (emptied after it)."""
     context = browser.new_context(**DESKTOP)
     try:
         page = context.new_page()
         page.goto(site_url + "book/glossary.html", wait_until="load")
-        page.evaluate(
-            "() => { const a = document.querySelector('article');"
-            " a.insertAdjacentHTML('beforeend', '<img src=\"x.png\"><select><option>1</option></select>'); }"
-        )
+        page.evaluate("() => document.querySelector('article').insertAdjacentHTML('beforeend', '<div id=tl-planted>')")
         page.add_script_tag(path=str(AXE))
-        found = {v["id"] for v in page.evaluate(RUN_AXE, [AXE_TAGS, None])}
-        assert {"image-alt", "select-name"} <= found, found
+        yield page
     finally:
         context.close()
+
+
+def _axe_with(page, planted: str, selectors: tuple) -> dict:
+    """What axe finds (rule ids) with ``planted`` in the page, for each color-contrast selector in ``selectors``."""
+    page.evaluate("(html) => { document.getElementById('tl-planted').innerHTML = html; }", planted)
+    try:
+        return {selector: {v["id"] for v in page.evaluate(RUN_AXE, [AXE_TAGS, selector])} for selector in selectors}
+    finally:
+        page.evaluate("() => { document.getElementById('tl-planted').innerHTML = ''; }")
+
+
+@PLANTED_AXE
+def test_axe_finds_a_planted_violation(planted_page) -> None:
+    """The check can fail: an image without a text alternative and an unlabelled menu, added to a real page."""
+    found = _axe_with(planted_page, '<img src="x.png"><select><option>1</option></select>', (None,))[None]
+    assert {"image-alt", "select-name"} <= found, found
 
 
 LOW_CONTRAST = "color: #bbb; background: #fff"
@@ -92,32 +124,22 @@ PLANTED = {
 }
 
 
+@PLANTED_AXE
 @pytest.mark.parametrize("where", PLANTED)
-def test_axe_finds_low_contrast_where_it_measures_it(where: str, browser, site_url: str) -> None:
+def test_axe_finds_low_contrast_where_it_measures_it(where: str, planted_page) -> None:
     """Light grey on white, planted in the prose, is found on every page; planted in a code block, it is found where
     axe measures code (the sample's pages) and left to the sample elsewhere (NOT_CODE); planted as a figure's SVG
     text, axe never reports it (it cannot tell the background: "incomplete"), so skipping figures loses nothing."""
-    planted = PLANTED[where]
-    found = {}
-    for selector in (None, NOT_CODE, NOT_FIGURES):
-        context = browser.new_context(**DESKTOP)
-        try:
-            page = context.new_page()
-            page.goto(site_url + "book/glossary.html", wait_until="load")
-            page.evaluate(f"() => document.querySelector('article').insertAdjacentHTML('beforeend', {planted!r})")
-            page.add_script_tag(path=str(AXE))
-            found[selector] = {v["id"] for v in page.evaluate(RUN_AXE, [AXE_TAGS, selector])}
-        finally:
-            context.close()
+    found = _axe_with(planted_page, PLANTED[where], (None, NOT_CODE, NOT_FIGURES))
     assert ("color-contrast" in found[None]) == (where != "figure"), found
     assert ("color-contrast" in found[NOT_CODE]) == (where == "prose"), found
     assert ("color-contrast" in found[NOT_FIGURES]) == (where != "figure"), found
 
 
-def test_the_code_sample_holds_every_colour_of_code(sweeps) -> None:
+def _code_sample_holds_every_colour_of_code(lang: str, sweeps) -> None:
     """Every combination of classes that chooses a code element's colours, on every page the desktop sweeps visit,
     is on a page where axe measured the contrast of code (and found nothing: test_no_wcag_violation); the sample is
-    a part of the site, not all of it."""
+    a part of the site, not all of it. Per language: each one's sweep runs on its own worker."""
     pages = content_pages() + [p for p in zh_checked() if p != "zh/index.html"]
     if not pages:
         pytest.skip(NO_SITE)
@@ -127,10 +149,20 @@ def test_the_code_sample_holds_every_colour_of_code(sweeps) -> None:
     assert len(set().union(*keys.values())) > 50, "too few code colour combinations found: the parser missed code"
     assert set().union(*keys.values()) <= held
     assert len(sample) < len(pages) / 2, sample
-    swept = {**sweeps.desktop(), **sweeps.desktop("zh")}
+    swept = sweeps.desktop(lang)
     measured = {p for p, r in swept.items() if r.get("axe_code_contrast")}
     assert set(sample) & set(swept) <= measured, sorted(set(sample) - measured)
-    assert measured < set(swept), "code was measured everywhere: the sample saves nothing"
+    assert measured < set(swept), f"code was measured everywhere on the {lang} pages: the sample saves nothing"
+
+
+@EN_SWEEPS
+def test_the_code_sample_holds_every_colour_of_code(sweeps) -> None:
+    _code_sample_holds_every_colour_of_code("en", sweeps)
+
+
+@ZH_SWEEPS
+def test_the_code_sample_holds_every_colour_of_code_on_the_chinese_site(sweeps) -> None:
+    _code_sample_holds_every_colour_of_code("zh", sweeps)
 
 
 def test_the_built_html_names_its_controls_before_any_script_runs() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from site_browser import NO_ZH_SITE, PHONE, ZH, record_of, zh_checked
+from site_browser import NO_ZH_SITE, PHONE, ZH, ZH_SWEEPS, record_of, zh_checked
 
 from transformer_lib.site import i18n
 
@@ -16,6 +16,7 @@ pytestmark = pytest.mark.browser
 CHECKED = [p for p in zh_checked() if p != "zh/index.html"] or ["<no Chinese site>"]
 
 
+@ZH_SWEEPS
 @pytest.mark.parametrize("name", CHECKED)
 def test_chinese_page_renders_offline(name: str, sweeps) -> None:
     record = record_of(sweeps.desktop("zh"), name, NO_ZH_SITE)
@@ -55,6 +56,7 @@ def _cjk_share(text: str) -> float:
     return sum(1 for c in letters if c >= "\u4e00") / max(len(letters), 1)
 
 
+@ZH_SWEEPS
 @pytest.mark.parametrize("page", i18n.TRANSLATED)
 def test_a_translated_page_reads_in_chinese(page: str, sweeps) -> None:
     read = record_of(sweeps.desktop("zh"), f"zh/{page}.html", NO_ZH_SITE)["zh"]
@@ -73,6 +75,7 @@ def test_a_translated_page_reads_in_chinese(page: str, sweeps) -> None:
     assert read["search"] and all(_cjk_share(s) > 0.5 for s in read["search"]), read["search"]
 
 
+@ZH_SWEEPS
 def test_a_diagram_on_the_chinese_site_has_chinese_labels(sweeps) -> None:
     """Figure 1 (the architecture, drawn from a live model) takes its labels from the label catalog."""
     read = record_of(sweeps.desktop("zh"), "zh/book/intro.html", NO_ZH_SITE)["zh"]
@@ -84,6 +87,7 @@ def test_a_diagram_on_the_chinese_site_has_chinese_labels(sweeps) -> None:
     assert not any(re.search(r"\b(Diagram|Parts|Heat map|Line plot|rows|columns|values)\b", a) for a in said), said
 
 
+@ZH_SWEEPS
 @pytest.mark.parametrize("view", ["desktop", "phone"])
 def test_chinese_figures_keep_their_text_apart_and_formulas_typeset(view: str, sweeps) -> None:
     """The English pages' figure-text check (test_browser.py) on the Chinese pages, whose labels have other
@@ -103,6 +107,7 @@ def test_chinese_figures_keep_their_text_apart_and_formulas_typeset(view: str, s
     assert not problems, problems
 
 
+@ZH_SWEEPS
 @pytest.mark.parametrize("name", [p for p in CHECKED if p.startswith("zh/book/0")] or ["<no Chinese site>"])
 def test_every_control_on_a_chinese_chapter_changes_what_is_drawn(name: str, sweeps) -> None:
     """The chapters' menus and sliders on the Chinese site (their labels and titles translated, menus of

@@ -32,6 +32,9 @@ from site_browser import DESKTOP, DRAWN_TIMEOUT_MS, NO_SITE, NO_ZH_SITE, PHONE, 
 from transformer_lib.site.search import read_synonyms
 
 pytestmark = pytest.mark.browser
+# the tests that share a module fixture's visit run on one xdist worker (scripts/test_all.sh: --dist loadgroup)
+OPENED = pytest.mark.xdist_group("text-first-opened")
+ZH_SEARCH = pytest.mark.xdist_group("text-first-zh-search")
 CHAPTER = "book/04_attention.html"  # a chapter with many figures, most of them far below the first screen
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # chapter 4 runs 79 KB of scripts before DOMContentLoaded today; with the theme's fontawesome.js it ran 1,642 KB, and
@@ -278,6 +281,7 @@ def opened(browser, site_url):
     return open_once
 
 
+@OPENED
 @pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
 def test_plotly_comes_after_the_text_and_draws_every_figure_a_reader_scrolls_to(page: str, opened) -> None:
     seen = opened(page)
@@ -312,6 +316,7 @@ def test_printing_draws_every_figure(browser, site_url) -> None:
         context.close()
 
 
+@OPENED
 @pytest.mark.parametrize("page", [CHAPTER, f"zh/{CHAPTER}"])
 def test_the_toolbar_speaks_the_pages_language(page: str, opened) -> None:
     titles = opened(page)["toolbar"]
@@ -343,6 +348,7 @@ def zh_search(browser, site_url):
     context.close()
 
 
+@ZH_SEARCH
 @pytest.mark.parametrize("word, page", SPELLINGS)
 def test_a_spelling_ranks_the_page_that_explains_it_first(word: str, page: str, zh_search) -> None:
     ranked = zh_search.evaluate(RANKED, word)

@@ -25,7 +25,7 @@ import transformer_lib as tl
 from transformer_lib.book import live_translator, recipes
 from transformer_lib.tokenization import BOS_ID, EOS_ID
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("translator")]  # one worker loads the model and the page
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "book" / "_static"

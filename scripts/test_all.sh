@@ -133,8 +133,8 @@ background "jupyterlab" $py -m pytest $(marked jupyterlab) -m jupyterlab -n 2 -p
 if [ -d _build/html ]; then
     # every test marked browser, in any file, on two workers: the tests that read one language's sweeps on one worker
     # (each page is visited once per language and width: tests/site_browser.py, xdist groups), the other tests on
-    # whichever is free (measured with JupyterLab beside it: the pair 498 s wall at load 2-8, against 516 s on one
-    # worker on a quiet machine; the pair is CPU-bound, ~870 s of CPU on 2 cores); the slowest tests are listed at the end
+    # whichever is free (measured in a fresh clone's .ci/run on a quiet machine, JupyterLab beside it: 457 s wall on two
+    # workers, 516 s on one; the pair is CPU-bound, ~885 s of CPU on 2 cores); the slowest tests are listed at the end
     stage "browser" $py -m pytest $(marked browser) -m browser -n 2 --dist loadgroup -p no:cacheprovider --durations=15
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")

@@ -138,7 +138,7 @@ def _kill_whoever_grades(address: str, match: str, stop: threading.Event, kill) 
 @needs_bwrap
 def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_class_is_graded(tmp_path, monkeypatch):
     """Every worker that starts on carol's notebook is killed (SIGKILL, as the out-of-memory killer does): after
-    ``allowed-failures`` + 1 tries her rows fail with a note that says so, alice and bob are graded, each row is
+    ``allowed-failures`` + 1 tries her rows fail with a note that says so, alice is graded, each row is
     written once, and workers.csv says who graded what; nothing the killed workers made is left in the temporary
     folder after the cluster closed (their library copies and kernels' folders: the nannies remove them on close)."""
     import tempfile
@@ -150,7 +150,9 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     temporary.mkdir()
     monkeypatch.setenv("TMPDIR", str(temporary))  # the workers' (processes started afresh)
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # and this process's
-    folder = _class(tmp_path / "class", {"alice": "alice", "bob": "bob", "carol": "alice"})
+    # alice's notebook is the rest of the class (a second student's added a kernel and proved nothing more here:
+    # the scheduler test below grades a wrong answer on a cluster that loses a worker)
+    folder = _class(tmp_path / "class", {"alice": "alice", "carol": "alice"})
     out = tmp_path / "out" / "grades.csv"
     stop = threading.Event()
     killed: list[str] = []
@@ -175,10 +177,10 @@ def test_a_notebook_that_kills_its_worker_every_time_gets_a_failed_row_and_the_c
     rows = _rows(out)
     exercises = [ex.name for ex in ASSIGNMENTS["03_attention"].exercises]
     assert sorted((r["student"], r["exercise"]) for r in rows) == sorted(
-        (s, e) for s in ("alice", "bob", "carol") for e in exercises
+        (s, e) for s in ("alice", "carol") for e in exercises
     )
     by_student = {r["student"]: r for r in rows}
-    assert by_student["alice"]["passed"] == "1" and by_student["bob"]["passed"] == "0"
+    assert by_student["alice"]["passed"] == "1"
     assert by_student["carol"]["passed"] == "0" and "Its worker died each of the 2 times" in by_student["carol"]["note"]
     workers = {r["student"]: r for r in _rows(out.with_name("workers.csv"))}
     assert workers["carol"]["outcome"] == "worker died" and workers["alice"]["outcome"] == "graded"

@@ -1,5 +1,5 @@
 """The Gradescope autograder (transformer_lib.classroom.gradescope): the zip Gradescope asks for, and its
-run_autograder in the real /autograder layout grading an honest, a wrong and two attacking submissions."""
+run_autograder in the real /autograder layout grading an honest submission and a wrong one with two attacks."""
 
 from __future__ import annotations
 
@@ -21,11 +21,15 @@ from transformer_lib.classroom.registry import ASSIGNMENTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "submissions"))
 from make_submissions import solved  # noqa: E402
+from registry_points import points  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "submissions"
 needs_bwrap = pytest.mark.skipif(bool(sandbox.bwrap_problem()), reason=sandbox.bwrap_problem() or "bwrap works")
 ASSIGNMENT = "03_attention"
 POINTS = ASSIGNMENTS[ASSIGNMENT].max_points
+# bob's answer (tests/fixtures/submissions: no division by √d_k) earns the other parts of the one exercise:
+# an attack beside it must leave that score as it is
+BOB = points(ASSIGNMENT, "attention", failed_parts={"scaling"})
 
 
 @pytest.fixture(scope="module")
@@ -132,13 +136,11 @@ def test_run_autograder_scores_honest_wrong_and_attacking_submissions(autograder
     written = [t for t in honest["tests"] if "score" not in t]
     assert written and all(t["name"].startswith("Written answer") and t["max_score"] == 0 for t in written)
 
-    wrong = _run(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
-    assert wrong["score"] < POINTS and not all(t["score"] == t["max_score"] for t in wrong["tests"] if "score" in t)
-
-    # both attacks in one submission (one run less): a forged results file left behind would show in the folder, a
-    # read of the grader's wheel would swap in the right answer and raise the score
+    # a wrong answer with both attacks beside it (two runs less than one for each, and one for bob alone): a forged
+    # results file left behind would show in the folder, a read of the grader's wheel would swap in the right answer
     attacks = _run(autograder, layout, _with_cells("bob", WRITES_RESULTS.format(root=str(layout)), _reader(layout)))
-    assert attacks["score"] == wrong["score"], attacks  # neither its own results.json nor the grader's wheel counts
+    assert attacks["score"] == BOB < POINTS, attacks  # neither its own results.json nor the grader's wheel counts
+    assert not all(t["score"] == t["max_score"] for t in attacks["tests"] if "score" in t)
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
 
 
@@ -158,12 +160,10 @@ def test_without_bubblewrap_the_kernel_runs_as_nobody_and_cannot_reach_the_grade
     monkeypatch.setattr(gradescope, "bwrap_problem", lambda: "bwrap cannot build a sandbox here (no namespaces)")
     honest = _in_process(autograder, layout, solved(ASSIGNMENT))
     assert honest["score"] == POINTS and "ran as an unprivileged user, without bubblewrap" in honest["output"]
-    wrong = _in_process(autograder, layout, nbformat.read(FIXTURES / "bob" / f"{ASSIGNMENT}.ipynb", as_version=4))
-    assert wrong["score"] < POINTS
     attacks = _in_process(
         autograder, layout, _with_cells("bob", WRITES_RESULTS.format(root=str(layout)), _reader(layout))
     )
-    assert attacks["score"] == wrong["score"], attacks
+    assert attacks["score"] == BOB < POINTS, attacks  # bob's wrong answer's score, as without the attacks
     assert sorted(p.name for p in (layout / "results").iterdir()) == ["results.json"]
     assert "JUPYTER_PATH" not in os.environ or "tl-unprivileged" not in os.environ["JUPYTER_PATH"]
 

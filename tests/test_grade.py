@@ -4,6 +4,7 @@ cells, unknown name) gives the expected CSV rows and feedback, and grading never
 import contextlib
 import csv
 import hashlib
+import io
 import shutil
 import time
 from pathlib import Path
@@ -253,7 +254,8 @@ def test_missing_cells_and_unknown_names(graded):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# A hostile class (tests/fixtures/hostile/make_hostile.py): nine kernels, two at a time, about 40 s
+# A hostile class (tests/fixtures/hostile/make_hostile.py): eight notebooks, two at a time, about 40 s (the ninth,
+# ref, is graded in this process: test_a_reference_call_fails_and_is_flagged)
 # --------------------------------------------------------------------------------------------------------------
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile"
 _CELL_TIMEOUT = 8
@@ -278,7 +280,7 @@ def _daemons():
 def hostile(tmp_path_factory):
     """The class graded from a copy whose path the snoop is told (a student may know or guess it)."""
     folder = tmp_path_factory.mktemp("hostile") / "class"
-    shutil.copytree(HOSTILE, folder, ignore=shutil.ignore_patterns("*.py"))
+    shutil.copytree(HOSTILE, folder, ignore=shutil.ignore_patterns("*.py", "ref"))  # ref: graded in this process
     snoop = nbformat.read(folder / "snoop" / "03_attention.ipynb", as_version=4)
     (cell,) = [c for c in snoop.cells if "GRADED = None" in c.source]
     cell.source = cell.source.replace("GRADED = None", f"GRADED = {str(folder)!r}")
@@ -305,14 +307,39 @@ def _cell_number(student, needle):
     return number
 
 
-@pytest.mark.slow
-def test_a_reference_call_fails_and_is_flagged(hostile):
+def test_a_reference_call_fails_and_is_flagged():
     """The library copy of assignment 3 holds a stub of tl.scaled_dot_product_attention (classroom/stubs.py): an
-    answer that only calls it gets nothing back but an error, and the source flag stays."""
-    (result,) = hostile[0]["ref"].results
-    flags = [f for f in result.flags if "near-identical" not in f]  # the fixtures share one solution: similar
+    answer that only calls it gets nothing back but an error, and the source flag stays. Graded as the grader grades
+    it, in this process under the kernel's stubs (tests/test_checks_under_stubs.py): a call of a stubbed reference in
+    a real kernel, failed and flagged, is tests/test_attacks.py's (vocablib, mhalib: one kernel less here)."""
+    from test_checks_under_stubs import NONCE, SEED, _kernel_of
+
+    from transformer_lib.classroom import integrity, notebook, runs, source
+    from transformer_lib.classroom.checks import DEFAULT_TIME_LIMIT, hidden
+
+    cells, why = notebook._code_cells(HOSTILE / "ref" / "03_attention.ipynb")
+    assert cells is not None, why
+    (ex,) = ASSIGNMENTS["03_attention"].exercises
+    cases = hidden.hand_in(ex.check, SEED)
+    check = runs._record_cell(ex, NONCE, DEFAULT_TIME_LIMIT, cases)  # the cell the grader injects
+    namespace: dict = {"__name__": "__main__"}
+    printed = io.StringIO()
+    with _kernel_of("03_attention"):
+        with contextlib.redirect_stdout(io.StringIO()):
+            for _, code in cells:
+                with contextlib.suppress(Exception):  # a kernel goes on after a cell that raises
+                    exec(compile(code, "ref", "exec"), namespace)
+        with contextlib.redirect_stdout(printed):
+            exec(compile(check.source, "check", "exec"), namespace)
+    check.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed.getvalue())]
+    result = runs.verdict(ex, check, RESULT_MARKER + NONCE, DEFAULT_TIME_LIMIT, cases)
     assert not result.passed and "ReferenceRemoved" in result.summary, result.summary
+    flags = integrity.flags(source.read_cells(code for _, code in cells), {ex.name: ex.names})[ex.name]
     assert flags == ["uses the library's reference tl.scaled_dot_product_attention: the teacher decides"]
+
+
+@pytest.mark.slow
+def test_an_honest_answer_is_not_flagged(hostile):
     (honest,) = hostile[0]["hung"].results
     assert [f for f in honest.flags if "near-identical" not in f] == []
 

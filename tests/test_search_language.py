@@ -25,8 +25,14 @@ def test_the_same_words_and_stems_as_sphinx() -> None:
 def test_each_distinct_word_is_stemmed_once() -> None:
     index = ChineseIndex({})
     calls: list[str] = []
-    stem_word = index.stemmer._stemmer.stemWord
-    index.stemmer._stemmer.stemWord = lambda word: calls.append(word) or stem_word(word)  # type: ignore[method-assign]
+    stemmer = index.stemmer._stemmer
+    stem_word = stemmer.stemWord
+
+    def counted(word: str) -> str:
+        calls.append(word)
+        return stem_word(word)
+
+    stemmer.stemWord = counted
     for _ in range(50):
         for word in index.split(TEXT):
             index.stem(word)
@@ -42,7 +48,7 @@ def test_setup_registers_it_for_zh() -> None:
         def connect(self, *args: object) -> None:
             pass
 
-        def add_search_language(self, cls: type) -> None:
+        def add_search_language(self, cls: type[SearchChinese]) -> None:
             sphinx.search.languages[cls.lang] = cls  # what Sphinx's own does
 
     previous = sphinx.search.languages["zh"]

@@ -112,11 +112,14 @@ stage "lint" bash scripts/lint.sh
 # torch's default thread count, as a reader's Jupyter or Colab starts it (OMP_NUM_THREADS unset for this stage only):
 # each chapter pins itself to one thread in its set-up cell, and its checks must hold with 1, 2 or 4 threads anyway.
 # The kernel is the reader's install's ("reader", found through JUPYTER_PATH; without it the stage fails rather than
-# fall back on .venv's): nbval and pytest run here, in .venv, but every cell runs with [book] alone.
+# fall back on .venv's): nbval and pytest run here, in .venv, but every cell runs with [book] alone. Without the unit
+# tests' pytest plugins, hypothesis and anyio, which no notebook uses (1.4 CPU s of imports in each of the three
+# pytest processes).
 joined "reader's install"
 rm -rf _build/.executed
 stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyter" $py -m pytest --nbval-lax \
-    --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider
+    --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider \
+    -p no:hypothesispytest -p no:anyio
 # the unit tests and doctests, after the notebooks: among them the tests marked executed (every solution, and every
 # section of prose, states the numbers its cells printed, read from the pages the notebook stage kept), and the
 # teacher's book, which takes the pages the notebook stage ran instead of running them again. Files in the order

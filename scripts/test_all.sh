@@ -130,8 +130,9 @@ stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not
 # built by the reader's install
 stage "build" env VENV="$reader" bash scripts/build_book.sh
 # every page opened in a real JupyterLab in headless Chromium, two pages at a time (the pages with widgets run up to
-# their first widget), in the background beside the browser stage: both wait on their Chromium much of the time
-# (measured on a quiet machine: 567 s for the two side by side, against 172 s + 466 s one after the other)
+# their first widget; those without open with no kernel), in the background beside the browser stage: both wait on
+# their Chromium much of the time (measured on a quiet machine: 567 s for the two side by side, against 172 s + 466 s
+# one after the other)
 background "jupyterlab" $py -m pytest $(marked jupyterlab) -m jupyterlab -n 2 -p no:cacheprovider
 if [ -d _build/html ]; then
     # every test marked browser, in any file, on two workers: the tests that read one language's sweeps on one worker

@@ -3,7 +3,8 @@
 Starts ``jupyter lab`` from this environment on 127.0.0.1 (a free port, a random token, no browser, settings and
 workspaces in a temporary folder, news and update checks off) and stops it at the end, also on failure. Opens each
 page ``book/*.ipynb`` in one JupyterLab tab in headless Chromium (every non-loopback request aborted; the front end
-loads once per worker, each page is closed and its kernel shut down after its test) and asserts:
+loads once per worker, each page is closed and its kernel shut down after its test; a page with no widget runs
+nothing and opens with no kernel) and asserts:
 
 * on a page with ipywidgets, the cells up to its first widget run without an error output (the first widget is
   found in the build's executed copy of the page, ``_build/.jupyter_cache``; without one, all cells run); every
@@ -146,8 +147,12 @@ RUN_DONE_JS = f"""(last) => {{
 ERRORS_JS = f"""() => {NOTEBOOK_JS}.content.widgets.flatMap((c, i) => c.model.type !== 'code' ? [] :
     c.model.outputs.toJSON().filter(o => o.output_type === 'error')
         .map(o => `cell ${{i}}: ${{o.ename}}: ${{o.evalue}}`))"""
-MARKDOWN_RENDERED_JS = """() => { const cells = [...document.querySelectorAll('.jp-Notebook .jp-MarkdownCell')];
-    return cells.length > 0 && cells.every(c => c.classList.contains('jp-mod-rendered')); }"""
+# every markdown cell with text rendered, its text shown (the editor is hidden once rendered: innerText is what the
+# renderer wrote); a page opened with no kernel gets here sooner than the renderer and must not be read half drawn
+MARKDOWN_RENDERED_JS = f"""() => {{ const cells = {NOTEBOOK_JS}.content.widgets.filter(c => c.model.type === 'markdown'
+        && c.model.sharedModel.getSource().trim());
+    return cells.length > 0 && cells.every(c => c.node.classList.contains('jp-mod-rendered')
+        && c.node.querySelector('.jp-Cell-inputArea').innerText.trim()); }}"""
 # Text a reader sees in each rendered markdown cell, every fold opened (innerText leaves out what is hidden: the
 # cell's hidden editor, and a closed <details>'s body, which is opened for the reading and closed again).
 MARKDOWN_TEXT_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-MarkdownCell')].map(c => {
@@ -276,8 +281,13 @@ def lab_tab(lab: str, browser) -> Iterator:
         context.close()
 
 
-OPEN_JS = """(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})
+# a page with no widget runs nothing here, so it opens with no kernel (kernelPreference: what docmanager:open passes to
+# the page's session, over the notebook factory's own): what it checks is how JupyterLab renders the markdown
+OPEN_JS = """([path, kernel]) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook',
+        kernelPreference: kernel ? {} : {shouldStart: false, canStart: false}})
     .then(w => { window.jupyterapp.shell.activateById(w.id); return true; })"""
+NO_KERNEL_JS = f"""() => {{ const w = {NOTEBOOK_JS}; return !!(w && w.context.isReady && w.content.widgets.length
+    && !(w.sessionContext.session && w.sessionContext.session.kernel)) && !document.querySelector('.jp-Dialog'); }}"""
 OPENED_JS = f"(path) => {{ const w = {NOTEBOOK_JS}; return !!(w && w.context && w.context.path === path); }}"
 # the page's kernel shut down (its memory freed now rather than when the server stops) and the page closed unsaved
 CLOSE_JS = f"""() => {{ const w = {NOTEBOOK_JS}; if (!w || !w.sessionContext) {{ return true; }}
@@ -288,10 +298,10 @@ CLOSE_JS = f"""() => {{ const w = {NOTEBOOK_JS}; if (!w || !w.sessionContext) {{
 def test_page_reads_like_the_website(page_name: str, lab_tab) -> None:
     page = lab_tab
     try:
-        page.evaluate(OPEN_JS, page_name)
-        page.wait_for_function(OPENED_JS, arg=page_name, timeout=START_TIMEOUT_S * 1000)
-        page.wait_for_function(KERNEL_READY_JS, timeout=START_TIMEOUT_S * 1000)
         last = first_widget_cell(page_name)
+        page.evaluate(OPEN_JS, [page_name, last is not None])
+        page.wait_for_function(OPENED_JS, arg=page_name, timeout=START_TIMEOUT_S * 1000)
+        page.wait_for_function(NO_KERNEL_JS if last is None else KERNEL_READY_JS, timeout=START_TIMEOUT_S * 1000)
         if last is not None:  # run up to the first widget (or everything, to find it)
             page.evaluate(
                 "(last) => { const app = window.jupyterapp, w = app.shell.currentWidget;"

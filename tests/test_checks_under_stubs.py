@@ -28,12 +28,13 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 
 from transformer_lib.classroom import notebook, runs
-from transformer_lib.classroom.checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, core, hidden, record
+from transformer_lib.classroom.checks import DEFAULT_TIME_LIMIT, RESULT_MARKER, CheckResult, core, hidden, record
 from transformer_lib.classroom.registry import ASSIGNMENTS, Assignment, Exercise
 from transformer_lib.classroom.stubs import REMOVED, REMOVED_ERROR, TORCH_REMOVED, stubs_for
 
@@ -75,11 +76,12 @@ def _kernel_of(assignment: str):
         yield
 
 
-def _kernel_namespace(assignment: Assignment) -> tuple[dict, list[str]]:
-    """The globals of the solution notebook as the grader's kernel has them (the cells the grader runs, with the
-    assignment's references stubbed while they run), and what its cells raised: a kernel goes on after a cell that
-    raises, as here (a demo cell that compares with a removed reference raises ReferenceRemoved there)."""
-    path = ROOT / "assignments" / f"{assignment.id}.ipynb"
+def kernel_namespace(assignment: Assignment, path: Path | None = None) -> tuple[dict, list[str]]:
+    """The globals of a notebook of ``assignment`` (``path``; its solution by default) as the grader's kernel has
+    them (the cells the grader runs, with the assignment's references stubbed while they run), and what its cells
+    raised: a kernel goes on after a cell that raises, as here (a demo cell that compares with a removed reference
+    raises ReferenceRemoved there)."""
+    path = path or ROOT / "assignments" / f"{assignment.id}.ipynb"
     cells, why = notebook._code_cells(path)
     assert cells is not None, f"{path}: {why}"
     namespace: dict = {"__name__": "__main__"}
@@ -123,19 +125,27 @@ def _first_difference(kernel: list[dict], grader: list[dict]) -> str:
     return "none: the kernel's calls are the grader's, and the replay's verdict differs"
 
 
-def grade_under_stubs(
-    assignment: Assignment, ex: Exercise, namespace: dict, raised: Sequence[str] = (), seed: int = SEED
-) -> str:
-    """Grade ``ex`` on ``namespace`` as the grader does (record under the stubs, replay with the real references);
-    "" if it passes, else a message that names the assignment, the exercise and the first call that differs.
-    ``raised``: what the notebook's cells raised in the kernel, for the message."""
+def record_and_replay(
+    assignment: Assignment, ex: Exercise, namespace: dict, seed: int = SEED
+) -> tuple[CheckResult, Any, str]:
+    """The grader's verdict on ``ex`` for ``namespace``: the record cell it injects, run here under the kernel's stubs,
+    then replayed with the real references (runs.verdict). Returns the verdict, the cell with its output, the cases."""
     cases = hidden.hand_in(ex.check, seed)  # what notebook._random_cases hands the kernel for this exercise
     cell = runs._record_cell(ex, NONCE, DEFAULT_TIME_LIMIT, cases)  # the cell the grader injects into the kernel
     printed = io.StringIO()
     with _kernel_of(assignment.id), contextlib.redirect_stdout(printed):
         exec(compile(cell.source, f"the check cell of {ex.name}", "exec"), namespace)
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed.getvalue())]
-    result = runs.verdict(ex, cell, RESULT_MARKER + NONCE, DEFAULT_TIME_LIMIT, cases)
+    return runs.verdict(ex, cell, RESULT_MARKER + NONCE, DEFAULT_TIME_LIMIT, cases), cell, cases
+
+
+def grade_under_stubs(
+    assignment: Assignment, ex: Exercise, namespace: dict, raised: Sequence[str] = (), seed: int = SEED
+) -> str:
+    """Grade ``ex`` on ``namespace`` as the grader does (record under the stubs, replay with the real references);
+    "" if it passes, else a message that names the assignment, the exercise and the first call that differs.
+    ``raised``: what the notebook's cells raised in the kernel, for the message."""
+    result, cell, cases = record_and_replay(assignment, ex, namespace, seed)
     if result.passed:
         return ""
     kernel_text, _ = runs.read_recording(cell, RESULT_MARKER + NONCE)
@@ -161,7 +171,7 @@ def namespaces():
 
 def _namespace(namespaces: dict, assignment: Assignment) -> tuple[dict, list[str]]:
     if assignment.id not in namespaces:
-        namespaces[assignment.id] = _kernel_namespace(assignment)
+        namespaces[assignment.id] = kernel_namespace(assignment)
     return namespaces[assignment.id]
 
 

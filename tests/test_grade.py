@@ -4,7 +4,6 @@ cells, unknown name) gives the expected CSV rows and feedback, and grading never
 import contextlib
 import csv
 import hashlib
-import io
 import shutil
 import time
 from pathlib import Path
@@ -312,28 +311,18 @@ def test_a_reference_call_fails_and_is_flagged():
     answer that only calls it gets nothing back but an error, and the source flag stays. Graded as the grader grades
     it, in this process under the kernel's stubs (tests/test_checks_under_stubs.py): a call of a stubbed reference in
     a real kernel, failed and flagged, is tests/test_attacks.py's (vocablib, mhalib: one kernel less here)."""
-    from test_checks_under_stubs import NONCE, SEED, _kernel_of
+    from test_checks_under_stubs import kernel_namespace, record_and_replay
 
-    from transformer_lib.classroom import integrity, notebook, runs, source
-    from transformer_lib.classroom.checks import DEFAULT_TIME_LIMIT, hidden
+    from transformer_lib.classroom import integrity, notebook, source
 
-    cells, why = notebook._code_cells(HOSTILE / "ref" / "03_attention.ipynb")
-    assert cells is not None, why
-    (ex,) = ASSIGNMENTS["03_attention"].exercises
-    cases = hidden.hand_in(ex.check, SEED)
-    check = runs._record_cell(ex, NONCE, DEFAULT_TIME_LIMIT, cases)  # the cell the grader injects
-    namespace: dict = {"__name__": "__main__"}
-    printed = io.StringIO()
-    with _kernel_of("03_attention"):
-        with contextlib.redirect_stdout(io.StringIO()):
-            for _, code in cells:
-                with contextlib.suppress(Exception):  # a kernel goes on after a cell that raises
-                    exec(compile(code, "ref", "exec"), namespace)
-        with contextlib.redirect_stdout(printed):
-            exec(compile(check.source, "check", "exec"), namespace)
-    check.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed.getvalue())]
-    result = runs.verdict(ex, check, RESULT_MARKER + NONCE, DEFAULT_TIME_LIMIT, cases)
+    path = HOSTILE / "ref" / "03_attention.ipynb"
+    assignment = ASSIGNMENTS["03_attention"]
+    (ex,) = assignment.exercises
+    namespace, _ = kernel_namespace(assignment, path)
+    result, _, _ = record_and_replay(assignment, ex, namespace)
     assert not result.passed and "ReferenceRemoved" in result.summary, result.summary
+    cells, why = notebook._code_cells(path)
+    assert cells is not None, why
     flags = integrity.flags(source.read_cells(code for _, code in cells), {ex.name: ex.names})[ex.name]
     assert flags == ["uses the library's reference tl.scaled_dot_product_attention: the teacher decides"]
 

@@ -50,6 +50,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # lists each one. (Port 9 is "discard": nothing on this machine listens there.)
 OFFLINE = {"server": "http://127.0.0.1:9", "bypass": "<loopback>"}
 OFFLINE_ERROR = "net::ERR_PROXY_CONNECTION_FAILED"
+WITHHELD_FAILURE = "inspector"  # how a request that DevTools blocked fails (Recorder's withheld scripts)
 DRAWN_TIMEOUT_MS = 30_000
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # injected by the tests only, never published
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -143,17 +144,22 @@ def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 class Recorder:
     """Records, for one browser page, the requests that would have left the machine (refused by the browser's
     proxy: :data:`OFFLINE`), the local files that failed to load and the JavaScript errors; ``clear()`` between
-    visits. No request is intercepted (playwright's routing would turn the browser's HTTP cache off, and with it
-    the compiled-code cache of plotly.js, 4.8 MB parsed again on every page: issue 41), except the site's scripts
-    that ``withheld`` keeps from the page on purpose ("reader.js"), aborted and not recorded."""
+    visits. No request is intercepted (playwright's routing turns the browser's HTTP cache off, and with it the
+    compiled-code cache of plotly.js: 4.8 MB parsed again on every page, issue 41). The site's scripts that
+    ``withheld`` keeps from the page on purpose ("reader.js") are blocked by the browser (DevTools'
+    Network.setBlockedURLs, which leaves the cache on), listed in ``kept_out`` when a page asks for them and not
+    reported as failures."""
 
     def __init__(self, context, page, withheld: tuple[str, ...] = ()) -> None:
         self.withheld = withheld
         self.blocked: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
-        for name in withheld:
-            context.route(f"**/{name}", lambda route: route.abort())
+        self.kept_out: list[str] = []
+        if withheld:
+            devtools = context.new_cdp_session(page)
+            devtools.send("Network.enable")
+            devtools.send("Network.setBlockedURLs", {"urls": [f"*/{name}" for name in withheld]})
         page.on("request", self._request)
         page.on("console", self._console)
         page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
@@ -164,6 +170,7 @@ class Recorder:
         self.blocked.clear()
         self.failed.clear()
         self.errors.clear()
+        self.kept_out.clear()
 
     def _request(self, request) -> None:
         url = request.url
@@ -171,17 +178,15 @@ class Recorder:
             self.blocked.append(url)
 
     def _console(self, message) -> None:
-        # a refused or withheld request also logs "Failed to load resource"; it is already in self.blocked (refused)
-        # or kept out on purpose (withheld)
-        text = message.text
-        if message.type == "error" and not (
-            (self.blocked and OFFLINE_ERROR in text) or (self.withheld and "net::ERR_FAILED" in text)
-        ):
-            self.errors.append(text)
+        # a refused request also logs "Failed to load resource"; it is already in self.blocked
+        if message.type == "error" and not (self.blocked and OFFLINE_ERROR in message.text):
+            self.errors.append(message.text)
 
     def _request_failed(self, request) -> None:
-        withheld = urlparse(request.url).path.rsplit("/", 1)[-1] in self.withheld
-        if request.url not in self.blocked and not withheld:
+        name = urlparse(request.url).path.rsplit("/", 1)[-1]
+        if name in self.withheld and request.failure == WITHHELD_FAILURE:
+            self.kept_out.append(name)
+        elif request.url not in self.blocked:
             self.failed.append(f"{request.failure} {request.url}")
 
 
@@ -291,6 +296,7 @@ def sweep(
             record["blocked"] = list(recorder.blocked)
             record["failed"] = list(recorder.failed)
             record["errors"] = list(recorder.errors)
+            record["kept_out"] = list(recorder.kept_out)
     finally:
         context.close()
     return results

@@ -65,15 +65,16 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's Chromium, headless, driven by playwright (skipped, with a message, where it is missing)."""
-    from site_browser import CHROMIUM, CHROMIUM_FLAGS
+    """Debian's Chromium, headless, driven by playwright, offline (site_browser.OFFLINE: a request off the machine
+    fails and is recorded) (skipped, with a message, where it is missing)."""
+    from site_browser import CHROMIUM, CHROMIUM_FLAGS, OFFLINE
 
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's package with `apt-get install chromium`")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True, proxy=OFFLINE)
         yield chromium
         chromium.close()
 

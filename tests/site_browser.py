@@ -1,7 +1,8 @@
 """How the browser tests see the built website: one visit per page, language and width.
 
 The site (``_build/html``, its Chinese edition in ``zh/``) is served on 127.0.0.1 and opened in Debian's Chromium
-(driven by playwright), every non-loopback request aborted and recorded. A *sweep* visits each page once in one
+(driven by playwright), offline: every non-loopback request is refused by the browser (a proxy that is not there:
+:data:`OFFLINE`) and recorded. A *sweep* visits each page once in one
 browser context, waits until every figure is drawn (figures are drawn on demand as a reader scrolls: the sweep asks
 for all of them), and then, in that one visit, runs every check that reads the page (figures drawn, requests,
 JavaScript errors, text overflow, raw formula source, figure text, diagrams, the Chinese edition's reading checks,
@@ -44,6 +45,12 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# Offline: every request that is not to the loopback address (bypass: playwright's spelling of Chromium's rule) goes
+# to a proxy that is not there, so it fails in the browser with OFFLINE_ERROR and never leaves the machine; Recorder
+# lists each one. (Port 9 is "discard": nothing on this machine listens there.)
+OFFLINE = {"server": "http://127.0.0.1:9", "bypass": "<loopback>"}
+OFFLINE_ERROR = "net::ERR_PROXY_CONNECTION_FAILED"
+WITHHELD_FAILURE = "inspector"  # how a request that DevTools blocked fails (Recorder's withheld scripts)
 DRAWN_TIMEOUT_MS = 30_000
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # injected by the tests only, never published
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -135,15 +142,25 @@ def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 
 class Recorder:
-    """Records, for one browser page, the requests that would have left the machine (aborted), the local files
-    that failed to load and the JavaScript errors; ``clear()`` between visits."""
+    """Records, for one browser page, the requests that would have left the machine (refused by the browser's
+    proxy: :data:`OFFLINE`), the local files that failed to load and the JavaScript errors; ``clear()`` between
+    visits. No request is intercepted (playwright's routing turns the browser's HTTP cache off, and with it the
+    compiled-code cache of plotly.js: 4.8 MB parsed again on every page, issue 41). The site's scripts that
+    ``withheld`` keeps from the page on purpose ("reader.js") are blocked by the browser (DevTools'
+    Network.setBlockedURLs, which leaves the cache on), listed in ``kept_out`` when a page asks for them and not
+    reported as failures."""
 
     def __init__(self, context, page, withheld: tuple[str, ...] = ()) -> None:
-        self.withheld = withheld  # the site's own scripts kept from the page on purpose ("reader.js"), not recorded
+        self.withheld = withheld
         self.blocked: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
-        context.route("**/*", self._route)
+        self.kept_out: list[str] = []
+        if withheld:
+            devtools = context.new_cdp_session(page)
+            devtools.send("Network.enable")
+            devtools.send("Network.setBlockedURLs", {"urls": [f"*/{name}" for name in withheld]})
+        page.on("request", self._request)
         page.on("console", self._console)
         page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
         page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
@@ -153,25 +170,23 @@ class Recorder:
         self.blocked.clear()
         self.failed.clear()
         self.errors.clear()
+        self.kept_out.clear()
 
-    def _route(self, route) -> None:
-        url = route.request.url
-        if self.withheld and urlparse(url).path.rsplit("/", 1)[-1] in self.withheld:
-            route.abort()
-        elif url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK:
-            route.continue_()
-        else:
+    def _request(self, request) -> None:
+        url = request.url
+        if not (url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK):
             self.blocked.append(url)
-            route.abort()
 
     def _console(self, message) -> None:
-        # a blocked request also logs "Failed to load resource"; it is already in self.blocked
-        if message.type == "error" and not ((self.blocked or self.withheld) and "net::ERR_FAILED" in message.text):
+        # a refused request also logs "Failed to load resource"; it is already in self.blocked
+        if message.type == "error" and not (self.blocked and OFFLINE_ERROR in message.text):
             self.errors.append(message.text)
 
     def _request_failed(self, request) -> None:
-        withheld = urlparse(request.url).path.rsplit("/", 1)[-1] in self.withheld
-        if request.url not in self.blocked and not withheld:
+        name = urlparse(request.url).path.rsplit("/", 1)[-1]
+        if name in self.withheld and request.failure == WITHHELD_FAILURE:
+            self.kept_out.append(name)
+        elif request.url not in self.blocked:
             self.failed.append(f"{request.failure} {request.url}")
 
 
@@ -281,6 +296,7 @@ def sweep(
             record["blocked"] = list(recorder.blocked)
             record["failed"] = list(recorder.failed)
             record["errors"] = list(recorder.errors)
+            record["kept_out"] = list(recorder.kept_out)
     finally:
         context.close()
     return results

@@ -594,13 +594,24 @@ class Sweeps:
         checks = [scans(PHONE_SCANS), diagrams, phone_touch]
         return self._sweep(f"phone-{lang}", self._pages(lang), PHONE, checks, settle_ms=200)
 
-    def dark_axe(self) -> dict[str, dict]:
-        """axe on a dark touch phone with ``reader.js`` withheld (the HTML the build writes must be right before any of
-        our scripts names a control), on :func:`dark_sample` of the English pages and their Chinese twins."""
-        from site_browser import PHONE, content_pages, zh_pages
+    def dark_pages(self) -> list[str]:
+        """:func:`dark_sample` of the English pages and their Chinese twins (all of them, whichever a run selects)."""
+        from site_browser import content_pages, zh_pages
 
         english = dark_sample(content_pages())
-        pages = english + [p for p in zh_pages() if p.removeprefix("zh/") in english]
-        pages = [p for p in pages if self.only is None or p in self.only]
+        return english + [p for p in zh_pages() if p.removeprefix("zh/") in english]
+
+    def dark_code_checked_on(self) -> list[str]:
+        """The dark pages on which axe measures the contrast of code: :func:`code_sample` of :meth:`dark_pages` (code's
+        dark colours, every combination the dark pages hold, measured once each)."""
+        return code_sample(tuple(self.dark_pages()))
+
+    def dark_axe(self) -> dict[str, dict]:
+        """axe on a dark touch phone with ``reader.js`` withheld (the HTML the build writes must be right before any of
+        our scripts names a control), on :meth:`dark_pages`; the contrast of code on :meth:`dark_code_checked_on`."""
+        from site_browser import PHONE
+
+        pages = [p for p in self.dark_pages() if self.only is None or p in self.only]
         options = {**PHONE, "color_scheme": "dark"}
-        return self._sweep("phone-dark-axe", pages, options, [axe], settle_ms=200, withheld=("reader.js",))
+        check = axe_but_code_contrast(frozenset(self.dark_code_checked_on()))
+        return self._sweep("phone-dark-axe", pages, options, [check], settle_ms=200, withheld=("reader.js",))

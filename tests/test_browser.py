@@ -16,7 +16,18 @@ import re
 from pathlib import Path
 
 import pytest
-from site_browser import EN_SWEEPS, NO_SITE, SITE, Visit, content_pages, ready, record_of, screenshot, serve
+from site_browser import (
+    EN_SWEEPS,
+    NO_SITE,
+    OFFLINE_ERROR,
+    SITE,
+    Visit,
+    content_pages,
+    ready,
+    record_of,
+    screenshot,
+    serve,
+)
 from site_checks import CONTRAST
 
 pytestmark = pytest.mark.browser
@@ -113,9 +124,9 @@ def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path)
     weights = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 3, 4))  # (L=2, H=3, Tq=4, Tk=4)
     fig = viz.attention_grid(weights, list("abcd"), list("abcd"))
     (tmp_path / "plotly.min.js").write_bytes(plotly_js.read_bytes())
-    (tmp_path / "grid.html").write_text(
-        fig.to_html(include_plotlyjs="plotly.min.js", full_html=True, div_id="grid"), encoding="utf-8"
-    )
+    html = fig.to_html(include_plotlyjs="plotly.min.js", full_html=True, div_id="grid")
+    # an icon of its own, as the site's pages have (else the browser asks for /favicon.ico: a 404 in the console)
+    (tmp_path / "grid.html").write_text(html.replace("<head>", '<head><link rel="icon" href="data:,">', 1), "utf-8")
     server, url = serve(tmp_path)
     visit = Visit(browser, url + "grid.html")
     page = visit.page
@@ -131,6 +142,31 @@ def test_attention_grid_selectors_work_without_a_kernel(browser, tmp_path: Path)
         page.wait_for_function(f"() => ({visible})() === 5")  # layer 2, head 3
         assert "layer 2, head 3" in page.evaluate("() => document.getElementById('grid').layout.title.text")
         assert not visit.errors and not visit.blocked, (visit.errors, visit.blocked)
+    finally:
+        visit.close()
+        server.shutdown()
+
+
+def test_a_request_off_the_machine_is_refused_and_recorded(browser, tmp_path: Path) -> None:
+    """The offline check can fail: a page that asks a host name and an address off the machine for a script and an
+    image gets neither (the browser's proxy is not there: site_browser.OFFLINE) and the visit lists both, while the
+    local server's script runs; nothing else is reported."""
+    (tmp_path / "here.js").write_text("window.here = true;", encoding="utf-8")
+    (tmp_path / "away.html").write_text(
+        '<link rel="icon" href="data:,"><script src="here.js"></script><script src="http://example.org/x.js"></script>'
+        '<img alt="away" src="http://192.0.2.1/y.png"><script>window.away = typeof x</script>',
+        encoding="utf-8",
+    )
+    server, url = serve(tmp_path)
+    visit = Visit(browser, url + "away.html")
+    try:
+        assert sorted(visit.blocked) == ["http://192.0.2.1/y.png", "http://example.org/x.js"], visit.blocked
+        assert visit.page.evaluate("() => window.here === true && window.away === 'undefined'")
+        assert not visit.failed and not visit.errors, (visit.failed, visit.errors)
+        refused: list[str] = []  # why they failed: the browser refused them (not a name that did not resolve)
+        visit.page.on("requestfailed", lambda request: refused.append(request.failure or ""))
+        visit.page.reload(wait_until="load")
+        assert refused == [OFFLINE_ERROR] * 2, refused
     finally:
         visit.close()
         server.shutdown()

@@ -57,7 +57,9 @@ _DARK = dark_sample(content_pages())
 @pytest.mark.parametrize("name", _DARK + [p for p in zh_pages() if p.removeprefix("zh/") in _DARK] or ["<no site>"])
 def test_no_wcag_violation_on_a_dark_phone_without_reader_js(name: str, sweeps) -> None:
     """The HTML the build writes and the theme's scripts, without ours that name controls: axe clean on a phone."""
-    _check(sweeps.dark_axe(), name, "phone-dark, reader.js withheld", NO_SITE)
+    swept = sweeps.dark_axe()
+    _check(swept, name, "phone-dark, reader.js withheld", NO_SITE)
+    assert swept[name]["kept_out"] == ["reader.js"], f"{name}: reader.js was not kept from the page"
 
 
 @ZH_SWEEPS
@@ -153,6 +155,23 @@ def _code_sample_holds_every_colour_of_code(lang: str, sweeps) -> None:
     measured = {p for p, r in swept.items() if r.get("axe_code_contrast")}
     assert set(sample) & set(swept) <= measured, sorted(set(sample) - measured)
     assert measured < set(swept), f"code was measured everywhere on the {lang} pages: the sample saves nothing"
+
+
+@ZH_SWEEPS
+def test_the_dark_code_sample_holds_every_colour_of_code_of_the_dark_pages(sweeps) -> None:
+    """The same on the dark phone: every combination of classes that chooses a code element's colours on the dark
+    sweep's pages is on one of them where axe measured the contrast of code, in the dark theme; the others skip it."""
+    pages = sweeps.dark_pages()
+    if not pages:
+        pytest.skip(NO_SITE)
+    sample = sweeps.dark_code_checked_on()
+    keys = {p: code_colour_keys((SITE / p).read_text(encoding="utf-8")) for p in pages}
+    assert len(set().union(*keys.values())) > 50, "too few code colour combinations found: the parser missed code"
+    assert set().union(*keys.values()) <= set().union(*(keys[p] for p in sample))
+    swept = sweeps.dark_axe()
+    measured = {p for p, r in swept.items() if r.get("axe_code_contrast")}
+    assert set(sample) & set(swept) <= measured, sorted(set(sample) - measured)
+    assert measured < set(swept), "code was measured on every dark page: the sample saves nothing"
 
 
 @EN_SWEEPS

@@ -54,7 +54,7 @@ def harness_url(tmp_path_factory):
     (root / "book").mkdir()
     for name, lang in [("chapter.html", "en"), ("chapter-zh.html", "zh-CN")]:  # the Chinese site says <html lang=zh-CN>
         (root / "book" / name).write_text(
-            f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
+            f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><link rel="icon" href="data:,">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<script src="../_static/plotly.min.js"></script></head>'
             '<body><main style="max-width: 860px; margin: auto; padding: 8px">'

@@ -33,10 +33,9 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
-from site_browser import CHROMIUM, LOOPBACK, screenshot  # and the browser fixture: conftest.py
+from site_browser import CHROMIUM, screenshot  # and the browser fixture (offline: site_browser.OFFLINE): conftest.py
 
 pytestmark = pytest.mark.jupyterlab
 
@@ -118,14 +117,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             server.kill()
             server.wait()
         log.close()
-
-
-def _route(route) -> None:
-    url = route.request.url
-    if url.startswith(("data:", "blob:", "about:")) or urlparse(url).hostname in LOOPBACK:
-        route.continue_()
-    else:
-        route.abort()
 
 
 NOTEBOOK_JS = "window.jupyterapp.shell.currentWidget"
@@ -270,7 +261,6 @@ def lab_tab(lab: str, browser) -> Iterator:
     """One JupyterLab tab for the module's pages: its front end (megabytes of JavaScript, parsed and started) loads
     once, and each page is opened in it, then closed with its kernel shut down."""
     context = browser.new_context(viewport={"width": 1280, "height": 1000}, service_workers="block")
-    context.route("**/*", _route)
     tab = context.new_page()
     try:
         tab.goto(lab.replace("/tree/{page}", ""), wait_until="load")
@@ -300,8 +290,10 @@ def test_page_reads_like_the_website(page_name: str, lab_tab) -> None:
     try:
         last = first_widget_cell(page_name)
         page.evaluate(OPEN_JS, [page_name, last is not None])
-        page.wait_for_function(OPENED_JS, arg=page_name, timeout=START_TIMEOUT_S * 1000)
-        page.wait_for_function(NO_KERNEL_JS if last is None else KERNEL_READY_JS, timeout=START_TIMEOUT_S * 1000)
+        # polled every 100 ms, not every frame: a kernel starts in seconds, and each frame's check costs the tab CPU
+        page.wait_for_function(OPENED_JS, arg=page_name, timeout=START_TIMEOUT_S * 1000, polling=100)
+        wait = NO_KERNEL_JS if last is None else KERNEL_READY_JS
+        page.wait_for_function(wait, timeout=START_TIMEOUT_S * 1000, polling=100)
         if last is not None:  # run up to the first widget (or everything, to find it)
             page.evaluate(
                 "(last) => { const app = window.jupyterapp, w = app.shell.currentWidget;"
@@ -314,7 +306,7 @@ def test_page_reads_like_the_website(page_name: str, lab_tab) -> None:
             errors = page.evaluate(ERRORS_JS)
             assert not errors, f"{page_name}: error outputs after running to cell {last}: {errors}"
         else:  # nothing runs; the markdown is rendered once the page is open
-            page.wait_for_function(MARKDOWN_RENDERED_JS, timeout=WIDGET_TIMEOUT_MS)
+            page.wait_for_function(MARKDOWN_RENDERED_JS, timeout=WIDGET_TIMEOUT_MS, polling=100)
 
         raw = []
         for i, text in enumerate(page.evaluate(MARKDOWN_TEXT_JS)):

@@ -26,7 +26,7 @@ import nbformat
 import pytest
 import torch
 
-from transformer_lib.classroom import cluster, grade, integrity, sandbox, stubs
+from transformer_lib.classroom import grade, integrity, sandbox, stubs
 from transformer_lib.classroom.checks import CheckResult
 from transformer_lib.classroom.registry import ASSIGNMENTS
 
@@ -114,21 +114,7 @@ def test_every_solution_passes_under_its_stubbed_library(solutions):
 # The class of attackers, graded next to a fake teacher's folder
 # --------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def scheduler():
-    """The Dask cluster this file's classes are graded on, as in tests/test_grade.py (there: what a class gets on it
-    that an embedded run does not give), its workers started with the secret in their environment, as the
-    embedded cluster's are when the grader's environment holds one."""
-    with contextlib.ExitStack() as stack:
-        os.environ["LMS_API_TOKEN"] = SECRET
-        try:
-            local = stack.enter_context(cluster.local_cluster(2))
-        finally:
-            del os.environ["LMS_API_TOKEN"]
-        yield local.scheduler_address
-
-
-@pytest.fixture(scope="module")
-def attacked(tmp_path_factory, scheduler):
+def attacked(tmp_path_factory):
     teacher = tmp_path_factory.mktemp("teacher")  # the teacher's working folder, as the README lays it out
     submissions = teacher / "submissions"
     shutil.copytree(ATTACKS, submissions, ignore=shutil.ignore_patterns("*.py"))
@@ -172,13 +158,7 @@ def attacked(tmp_path_factory, scheduler):
     out = teacher / "grades" / "grades.csv"
     try:
         graded = grade.grade_folder(
-            submissions,
-            out,
-            roster=teacher / "roster.csv",
-            cell_timeout=30,
-            time_limit=3,
-            progress=False,
-            scheduler=scheduler,
+            submissions, out, roster=teacher / "roster.csv", cell_timeout=30, time_limit=3, jobs=2, progress=False
         )
     finally:
         del os.environ["LMS_API_TOKEN"]
@@ -448,12 +428,12 @@ def test_no_sandbox_as_root_is_refused_unless_said_so(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_no_sandbox_says_so_at_the_start_the_end_and_in_a_column(tmp_path, capsys, scheduler):
+def test_no_sandbox_says_so_at_the_start_the_end_and_in_a_column(tmp_path, capsys):
     (tmp_path / "class" / "alice").mkdir(parents=True)
     nbformat.write(solved("04_masks"), tmp_path / "class" / "alice" / "04_masks.ipynb")
     out = tmp_path / "out" / "grades.csv"
     argv = [str(tmp_path / "class"), "--out", str(out), "--no-sandbox", "--allow-root-without-sandbox"]
-    assert grade.main([*argv, "--no-progress", "--timeout", "60", "--scheduler", scheduler]) == 0
+    assert grade.main([*argv, "--no-progress", "--timeout", "60"]) == 0
     printed, said = capsys.readouterr()
     assert said.count("GRADED WITHOUT THE SANDBOX (--no-sandbox)") == 2 and "Memory: no cgroup" in said
     assert said.index("GRADED WITHOUT") > said.index("Memory:")  # the banner opens the run ...
@@ -1060,7 +1040,7 @@ def test_a_kernel_cannot_make_the_grader_hold_a_message_of_many_parts(tmp_path):
 
 
 @needs_bwrap
-def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp_path, scheduler):
+def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp_path):
     """A submission folder whose name is 240 bytes crashed the run with ENAMETOOLONG (its feedback file's temporary
     name passed 255 bytes): no .sha256, no .hmac, later feedback lost. A name that is not UTF-8 (a zip made on
     another system) is the same kind of name. Each gets its rows; the sheets and their HMAC are written."""
@@ -1070,7 +1050,7 @@ def test_any_folder_name_is_graded_and_the_sheets_and_their_hmac_are_written(tmp
         (folder / name).mkdir(parents=True)
         (folder / name / "04_masks.ipynb").write_text("not a notebook")  # no kernel: the rows say why
     out = tmp_path / "out" / "grades.csv"
-    graded = grade.grade_folder(folder, out, progress=False, key_file=tmp_path / "key", scheduler=scheduler)
+    graded = grade.grade_folder(folder, out, progress=False, key_file=tmp_path / "key")
     assert sorted(g.student for g in graded) == sorted(names)
     assert out.with_suffix(".sha256").exists() and out.with_suffix(".hmac").exists()
     feedback = list((out.parent / "feedback").iterdir())

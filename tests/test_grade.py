@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from registry_points import exercises
 
+from transformer_lib.classroom import cluster, grade, sandbox
 from transformer_lib.classroom import folder as class_folder
-from transformer_lib.classroom import grade, sandbox
 from transformer_lib.classroom.assignments import ASSIGNMENTS
 from transformer_lib.classroom.checks import RESULT_MARKER, CheckResult
 from transformer_lib.classroom.submissions import assignment_for
@@ -95,13 +95,28 @@ def test_a_kernel_that_cannot_run_says_why_in_the_row_note():
     assert "Running the notebook failed: ZMQError: File name too long" in note, note
 
 
-def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def scheduler():
+    """The Dask cluster this file's classes are graded on, reached by its address as a teacher's ``--scheduler``: the
+    embedded cluster's own (:func:`~transformer_lib.classroom.cluster.local_cluster`, two workers), started once
+    instead of once per class (each start and stop cost 5.7 CPU s; tests/test_cluster.py tests the embedded one).
+    What a class gets here that an embedded run does not: workers that graded the file's earlier classes, with
+    their folders and their library copy of each assignment (made once per worker, checked after every notebook,
+    as on a teacher's cluster), in the environment they were started in, and two of them whatever the class's size;
+    the sandbox is probed by the workers, not the teacher's process."""
+    with cluster.local_cluster(2) as local:
+        yield local.scheduler_address
+
+
+def test_unreadable_and_unknown_notebooks_need_no_kernel(tmp_path, capsys, scheduler):
     for student, name in (("dave", "01_tokenizer.ipynb"), ("erin", "notes.ipynb")):
         (tmp_path / "in" / student).mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / student / name, tmp_path / "in" / student / name)
     (tmp_path / "in" / "frank").mkdir()
     (tmp_path / "in" / "frank" / "04_masks.ipynb").write_text('{"nbformat": 4}')  # JSON, but no cells
-    code = grade.main([str(tmp_path / "in"), "--out", str(tmp_path / "out" / "g.csv"), "--no-progress"])
+    code = grade.main(
+        [str(tmp_path / "in"), "--out", str(tmp_path / "out" / "g.csv"), "--no-progress", "--scheduler", scheduler]
+    )
     n = len(exercises("01_tokenizer")) + 1 + len(exercises("04_masks"))  # dave's, erin's unknown file, frank's
     assert code == 0 and f"Graded 3 notebooks of 3 students: 0/{n} exercises pass" in capsys.readouterr().out
     rows = list(csv.DictReader(open(tmp_path / "out" / "g.csv", encoding="utf-8")))
@@ -153,9 +168,9 @@ def test_feedback_lists_results_details_and_tiered_hints(tmp_path):
 # With kernels: the whole fixture folder (six kernels, two at a time; about 35 s of CPU)
 # --------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, scheduler):
     out = tmp_path_factory.mktemp("grades") / "grades.csv"
-    grade.grade_folder(FIXTURES, out, cell_timeout=10, time_limit=3, jobs=2, progress=False)
+    grade.grade_folder(FIXTURES, out, cell_timeout=10, time_limit=3, progress=False, scheduler=scheduler)
     with open(out, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     # the tests below read the columns by position and count the graded rows: leave out the roster's columns and
@@ -276,7 +291,7 @@ def _daemons():
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
+def hostile(tmp_path_factory, scheduler):
     """The class graded from a copy whose path the snoop is told (a student may know or guess it)."""
     folder = tmp_path_factory.mktemp("hostile") / "class"
     shutil.copytree(HOSTILE, folder, ignore=shutil.ignore_patterns("*.py", "ref"))  # ref: graded in this process
@@ -286,7 +301,9 @@ def hostile(tmp_path_factory):
     nbformat.write(snoop, folder / "snoop" / "03_attention.ipynb")
     out = folder.parent / "out" / "grades.csv"
     before = _library_digest()
-    graded = grade.grade_folder(folder, out, cell_timeout=_CELL_TIMEOUT, time_limit=3, jobs=2, progress=False)
+    graded = grade.grade_folder(
+        folder, out, cell_timeout=_CELL_TIMEOUT, time_limit=3, progress=False, scheduler=scheduler
+    )
     sheet = out.read_bytes()
     return {g.student: g for g in graded}, out, sheet, before
 

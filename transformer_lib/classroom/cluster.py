@@ -26,6 +26,7 @@ import secrets
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,15 @@ from .sandbox import bwrap_problem
 from .sheet_rows import clean_text
 from .submissions import Submission, assignment_for
 
-__all__ = ["ALLOWED_FAILURES", "WORKER_COLUMNS", "ClusterUnavailable", "Graded", "grade_task", "grade_on_cluster"]
+__all__ = [
+    "ALLOWED_FAILURES",
+    "WORKER_COLUMNS",
+    "ClusterUnavailable",
+    "Graded",
+    "grade_task",
+    "grade_on_cluster",
+    "local_cluster",
+]
 
 ALLOWED_FAILURES = 2  # deaths of a worker while grading one notebook that the embedded cluster re-runs it after
 # The embedded cluster's settings: what Dask does all along that grading does not need, each costing CPU while the
@@ -161,9 +170,8 @@ def grade_task(student: str, name: str, data: bytes, options: dict[str, Any]) ->
 @contextlib.contextmanager
 def _client(scheduler: str | None, jobs: int) -> Any:
     """A Dask client of the teacher's scheduler, or of an embedded ``LocalCluster`` of ``jobs`` worker processes
-    (one thread each) that ends with the block."""
-    import dask
-    from distributed import Client, LocalCluster
+    (one thread each) that ends with the block (:func:`local_cluster`)."""
+    from distributed import Client
 
     if scheduler is not None:
         try:
@@ -176,6 +184,18 @@ def _client(scheduler: str | None, jobs: int) -> Any:
         with client:
             yield client
         return
+    with local_cluster(jobs) as cluster, Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def local_cluster(jobs: int) -> Iterator[Any]:
+    """The embedded cluster: a ``LocalCluster`` of ``jobs`` worker processes (one thread each) with grading's
+    settings (:data:`_EMBEDDED`), which ends with the block. (The tests also start one to grade several classes on
+    it through its ``scheduler_address``, as a teacher's ``--scheduler``.)"""
+    import dask
+    from distributed import LocalCluster
+
     with (
         dask.config.set(_EMBEDDED),
         LocalCluster(
@@ -185,9 +205,8 @@ def _client(scheduler: str | None, jobs: int) -> Any:
             dashboard_address=None,
             silence_logs=logging.ERROR,
         ) as cluster,
-        Client(cluster) as client,
     ):
-        yield client
+        yield cluster
     from .workers import remove_stale
 
     remove_stale()  # the folder of a worker killed on this machine (its replacement, if any, removed the others)

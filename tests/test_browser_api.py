@@ -37,7 +37,9 @@ def test_every_exported_function_and_class_has_an_entry_with_its_signature(brows
         assert len(names) > 40
         missing = [n for n, candidates in names.items() if not ids.intersection(candidates)]
         assert not missing, f"no API entry for {missing}"
-        signature = visit.page.inner_text("dt[id='transformer_lib.attention.scaled_dot_product_attention']")
+        # textContent: an entry far down the page is not drawn yet (book.css, content-visibility), so its innerText is ''
+        signature = visit.page.text_content("dt[id='transformer_lib.attention.scaled_dot_product_attention']") or ""
+        signature = " ".join(signature.split())
         for arg in ("q: Tensor", "k: Tensor", "v: Tensor", "mask: Tensor | None", "need_weights: bool"):
             assert arg in signature, (arg, signature)
         assert not visit.errors and not visit.blocked and not visit.failed

@@ -29,9 +29,9 @@ def _public_objects() -> dict[str, list[str]]:
     return names
 
 
-# The API page's entries are drawn when the reader comes near them (book.css, content-visibility: auto): the last one's
-# signature waits at first (not rendered, innerText ''), is drawn with its text once scrolled to, and the page is about as long
-# at first as it is with every entry drawn (each waits at the mean height of the entries).
+# The API page's entries are drawn when the reader comes near them (book.css, content-visibility: auto): the last
+# one's signature waits at first (not rendered, innerText ''), is drawn with its text once scrolled to, and the page
+# is about as long at first as it is with every entry drawn (each waits at the mean height of the entries).
 _FAR_ENTRY = """async () => {
   const entries = [...document.querySelectorAll('.bd-article section > dl.py')];
   const last = entries[entries.length - 1], signature = last.querySelector('dt');
@@ -61,7 +61,7 @@ def test_every_exported_function_and_class_has_an_entry_with_its_signature(brows
         assert len(names) > 40
         missing = [n for n, candidates in names.items() if not ids.intersection(candidates)]
         assert not missing, f"no API entry for {missing}"
-        # textContent: an entry far down the page is not drawn yet (book.css, content-visibility), so its innerText is ''
+        # textContent: an entry far down the page is not drawn yet (book.css, content-visibility): its innerText is ''
         signature = visit.page.text_content("dt[id='transformer_lib.attention.scaled_dot_product_attention']") or ""
         signature = " ".join(signature.split())
         for arg in ("q: Tensor", "k: Tensor", "v: Tensor", "mask: Tensor | None", "need_weights: bool"):

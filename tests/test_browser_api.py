@@ -29,6 +29,30 @@ def _public_objects() -> dict[str, list[str]]:
     return names
 
 
+# The API page's entries are drawn when the reader comes near them (book.css, content-visibility: auto): the last
+# one's signature waits at first (not rendered, innerText ''), is drawn with its text once scrolled to, and the page
+# is about as long at first as it is with every entry drawn (each waits at the mean height of the entries).
+_FAR_ENTRY = """async () => {
+  const entries = [...document.querySelectorAll('.bd-article section > dl.py')];
+  const last = entries[entries.length - 1], signature = last.querySelector('dt');
+  const waiting = !signature.checkVisibility({contentVisibilityAuto: true}) && signature.innerText === '';
+  const before = document.scrollingElement.scrollHeight;
+  last.scrollIntoView();
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const drawn = signature.checkVisibility({contentVisibilityAuto: true}) && signature.innerText.length > 20;
+  entries.forEach(e => { e.style.contentVisibility = 'visible'; });
+  const after = document.scrollingElement.scrollHeight;
+  entries.forEach(e => { e.style.contentVisibility = ''; });
+  return {n: entries.length, waiting, drawn, ratio: before / after};
+}"""
+
+
+def _far_entries_wait_until_the_reader_comes(page) -> None:
+    seen = page.evaluate(_FAR_ENTRY)
+    assert seen["n"] > 40 and seen["waiting"] and seen["drawn"], seen
+    assert 0.85 < seen["ratio"] < 1.15, seen  # the scrollbar at first tells the page's length within 15 %
+
+
 def test_every_exported_function_and_class_has_an_entry_with_its_signature(browser, site_url: str) -> None:
     visit = Visit(browser, site_url + "book/api.html")
     try:
@@ -37,9 +61,12 @@ def test_every_exported_function_and_class_has_an_entry_with_its_signature(brows
         assert len(names) > 40
         missing = [n for n, candidates in names.items() if not ids.intersection(candidates)]
         assert not missing, f"no API entry for {missing}"
-        signature = visit.page.inner_text("dt[id='transformer_lib.attention.scaled_dot_product_attention']")
+        # textContent: an entry far down the page is not drawn yet (book.css, content-visibility): its innerText is ''
+        signature = visit.page.text_content("dt[id='transformer_lib.attention.scaled_dot_product_attention']") or ""
+        signature = " ".join(signature.split())
         for arg in ("q: Tensor", "k: Tensor", "v: Tensor", "mask: Tensor | None", "need_weights: bool"):
             assert arg in signature, (arg, signature)
+        _far_entries_wait_until_the_reader_comes(visit.page)
         assert not visit.errors and not visit.blocked and not visit.failed
     finally:
         visit.close()

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Run every test, each notebook executed once: lint (ruff, mypy, import-linter); every notebook under nbval (times
 # reported; one over 3 x 90 s fails), which keeps what it executed for the build; unit tests and doctests, those that
-# read what the pages printed among them; every page opened in JupyterLab; the site built from those executed pages
-# and checked in headless Chromium (skipped, with a message, when /usr/bin/chromium is missing); the last four side by
-# side. Every stage runs; the exit status is non-zero if any
-# stage failed. The pages run, and the site is built, in the reader's install alone: a second environment,
+# read what the pages printed among them; the site built from those executed pages; every page opened in JupyterLab;
+# the built site checked in headless Chromium (skipped, with a message, when /usr/bin/chromium is missing). Every stage
+# runs; the exit status is non-zero if any stage failed. The pages run, and the site is built, in the reader's install alone: a second environment,
 # .venv-reader, with [book] and nothing else (its kernel runs the notebooks that nbval drives from .venv, and its
 # Jupyter Book builds the site), so a page that imports a package outside [book] fails here as it would for a reader.
 #   bash scripts/test_all.sh           everything (CI runs this)
@@ -137,33 +136,31 @@ rm -rf _build/.executed
 stage "notebooks" env -u OMP_NUM_THREADS JUPYTER_PATH="$root/$reader/share/jupyter" $py -m pytest --nbval-lax \
     --nbval-kernel-name reader book assignments -n 2 --dist loadfile --nbval-cell-timeout=300 -p no:cacheprovider \
     -p no:hypothesispytest -p no:anyio
-# What the notebook stage executed goes into the build's cache now (seconds: each page as that stage ran it; a page
-# that failed there runs again here, and fails), so that from here on the build and the tests only read it; then the
-# unit tests, JupyterLab, the build and the browser run side by side. Each keeps both cores busy only part of the time
-# (the unit tests wait on kernels' sleeps and limits, the build is two single-threaded Sphinx, the browser tests and
-# JupyterLab wait on their Chromium), so side by side they finish sooner than one after another on the same CPU
-# seconds; each background stage's output is printed when it is joined.
-stage "build's notebooks" env VENV="$reader" $reader/bin/python scripts/execute_notebooks.py --jobs 2 --timeout 600
 # the unit tests and doctests, after the notebooks: among them the tests marked executed (every solution, and every
 # section of prose, states the numbers its cells printed, read from the pages the notebook stage kept), and the
 # teacher's book, which takes the pages the notebook stage ran instead of running them again. Files in the order
 # tests/conftest.py gives them (those with slow tests first), not xdist's most-tests-first.
-background "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
+stage "unit tests" $py -m pytest tests transformer_lib --doctest-modules -m "not browser and not jupyterlab" \
     -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25
-# every page opened in a real JupyterLab in headless Chromium, two pages at a time (the pages with widgets run up to
-# their first widget; those without open with no kernel); it reads the pages the notebook stage kept, not the site
-background "jupyterlab" $py -m pytest $(marked jupyterlab) -m jupyterlab -n 2 -p no:cacheprovider
-# the site, from the pages the notebook stage executed, built by the reader's install
+# the site, from the pages the notebook stage executed (a page that failed there runs again here, and fails the build),
+# built by the reader's install
 stage "build" env VENV="$reader" bash scripts/build_book.sh
+# every page opened in a real JupyterLab in headless Chromium, two pages at a time (the pages with widgets run up to
+# their first widget; those without open with no kernel), in the background beside the browser stage: both wait on
+# their Chromium much of the time (measured on a quiet machine: 567 s for the two side by side, against 172 s + 466 s
+# one after the other)
+background "jupyterlab" $py -m pytest $(marked jupyterlab) -m jupyterlab -n 2 -p no:cacheprovider
 if [ -d _build/html ]; then
     # every test marked browser, in any file, on two workers: the tests that read one language's sweeps on one worker
     # (each page is visited once per language and width: tests/site_browser.py, xdist groups), the other tests on
-    # whichever is free; the slowest tests are listed at the end
+    # whichever is free (measured in a fresh clone's .ci/run on a quiet machine, JupyterLab beside it: 457 s wall on two
+    # workers, 516 s on one; the pair is CPU-bound, ~885 s of CPU on 2 cores); the slowest tests are listed at the end.
+    # The unit tests, JupyterLab, the build and this stage all side by side took longer, not less: 1,125 s for the
+    # whole run against 1,030 (the build 44 -> 244 s, the machine's CPU after the notebooks ~1,530 -> ~1,810 s)
     stage "browser" $py -m pytest $(marked browser) -m browser -n 2 --dist loadgroup -p no:cacheprovider --durations=15
 else
     echo "=== browser: not run, the build produced no _build/html"; failed+=("browser")
 fi
-joined "unit tests"
 joined "jupyterlab"
 
 echo

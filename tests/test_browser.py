@@ -296,6 +296,50 @@ def test_no_text_in_a_figure_overlaps_other_text_or_leaves_the_figure(view: str,
     assert not problems, problems
 
 
+# The times of appendix_performance's "Eager attention against the fused kernel" measured with four busy loops
+# beside the run (ms; eager, then sdpa, at n = 64 ... 512). Over this range plotly labels the axis 1, 2, 5 when it is
+# 278 px long and every digit 1 to 9 at 285 px, the length it has once the x axes' labels were thinned: "6" to "9"
+# then overlapped. A page's figures plot what the page measured, so a check on the built pages alone may not meet it.
+BUSY_TIMES_MS = ([0.1251, 0.2544, 1.8682, 9.1963], [0.0683, 0.1859, 0.613, 2.3325])
+REDRAW_WITH_TIMES = """async (times) => {
+  const src = [...document.querySelectorAll('script.tl-plotly-data')]
+    .find(s => s.textContent.includes('against the fused kernel'));
+  const drawn = document.getElementById(src.id.replace(/-data$/, ''));
+  const fig = JSON.parse(src.textContent);
+  fig.data.filter(t => t.yaxis === 'y2').forEach((t, i) => { t.y = times[i]; });
+  fig.layout.template = drawn.layout.template;  // the site's template, as drawn
+  const el = document.createElement('div');
+  drawn.parentElement.appendChild(el);
+  window.tlPlotlyPrepare(fig, el);
+  await Plotly.newPlot(el, {data: fig.data, layout: fig.layout, config: {responsive: true}});
+  await window.tlPlotlyTheme(el);
+  const out = {};
+  for (const key of Object.keys(el._fullLayout).filter(k => /^[xy]axis\\d*$/.test(k))) {
+    const boxes = [...el.querySelectorAll('g.' + el._fullLayout[key]._id + 'tick text')]
+      .map(t => [t.textContent, t.getBoundingClientRect()]);
+    const hit = (r, q) => r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1;
+    out[key] = boxes.flatMap(([a, r], i) => boxes.slice(i + 1).filter(([, q]) => hit(r, q)).map(([b]) => a + '/' + b));
+  }
+  return out;
+}"""
+
+
+def test_log_axis_labels_stay_apart_whatever_the_page_measured(browser, site_url: str) -> None:
+    """appendix_performance's timing figure drawn again with the times of a busy machine: no two tick labels of an
+    axis intersect once the figure is fitted (plotly-theme.js measures log axes again after its last relayout)."""
+    if not (SITE / "book/appendix_performance.html").exists():
+        pytest.skip(NO_SITE)
+    visit = Visit(browser, site_url + "book/appendix_performance.html")
+    try:
+        ready(visit.page)
+        overlaps = visit.page.evaluate(REDRAW_WITH_TIMES, list(BUSY_TIMES_MS))
+        assert set(overlaps) == {"xaxis", "xaxis2", "yaxis", "yaxis2"}, overlaps
+        assert not any(overlaps.values()), overlaps
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
 # The pages with diagrams drawn from live modules (transformer_lib.book.diagrams, attention_diagrams, flow_diagrams)
 # and how many each shows, read from the built pages: a diagram's figure carries layout.meta.fit_text_width.
 

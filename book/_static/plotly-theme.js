@@ -409,6 +409,25 @@
     return Math.max.apply(null, text.replace(/<[^>]+>/g, function (tag) { return tag === "<br>" ? "\n" : ""; })
       .split("\n").map(width));
   }
+  // Crowded labels on a log axis: 1, 2, ..., 9 per decade drop to 1, 2, 5, and those to powers of ten. Plotly picks
+  // the digits from the axis's length, so a relayout that makes the plot a few pixels taller (a margin that shrank)
+  // can bring all nine back: an axis found uncrowded keeps the digits it was measured with (its dtick is pinned).
+  function logTicks(gd) {
+    var update = {};
+    Object.keys(gd._fullLayout || {}).forEach(function (key) {
+      var axis = gd._fullLayout[key];
+      if (!/^[xy]axis\d*$/.test(key) || !axis || axis.type !== "log") { return; }
+      var labels = [];
+      gd.querySelectorAll("g." + axis._id + "tick text").forEach(function (t) { var r = visible(t); if (r) { labels.push(r); } });
+      var crowded = labels.some(function (r, i) { return labels.slice(i + 1).some(function (q) { return hits(r, q, 1); }); });
+      var digits = /^D[12]$/.test(String(axis.dtick));
+      if (crowded) { update[key + ".dtick"] = String(axis.dtick) === "D1" ? "D2" : 1; }
+      else if (digits && gd.layout[key] && gd.layout[key].dtick === undefined) {
+        gd.layout[key].dtick = axis.dtick;  // kept for the next relayout, which reads the layout; no redraw now
+      }
+    });
+    return update;
+  }
   function wrapTexts(gd) {
     var page = gd.getBoundingClientRect(), update = {}, title = gd.querySelector("text.gtitle");
     var titleText = gd.layout.title && (typeof gd.layout.title === "string" ? gd.layout.title : gd.layout.title.text);
@@ -456,14 +475,7 @@
         if (text !== n.a.text) { update["annotations[" + n.i + "].text"] = text; }
       }
     });
-    Object.keys(gd._fullLayout || {}).forEach(function (key) {  // crowded labels on a log axis
-      var axis = gd._fullLayout[key];
-      if (!/^[xy]axis\d*$/.test(key) || !axis || axis.type !== "log") { return; }
-      var labels = [];
-      gd.querySelectorAll("g." + axis._id + "tick text").forEach(function (t) { var r = visible(t); if (r) { labels.push(r); } });
-      var crowded = labels.some(function (r, i) { return labels.slice(i + 1).some(function (q) { return hits(r, q, 1); }); });
-      if (crowded) { update[key + ".dtick"] = String(axis.dtick) === "D1" ? "D2" : 1; }
-    });
+    Object.assign(update, logTicks(gd));
     Object.keys(gd.layout).forEach(function (key) {  // too many named ticks for the room: every k-th keeps its name
       var axis = gd.layout[key], full = (gd._fullLayout || {})[key];
       if (!/^[xy]axis\d*$/.test(key) || !axis || !Array.isArray(axis.ticktext) || !full) { return; }
@@ -534,7 +546,11 @@
     gd.tlTextsFitted = true;
     if (isDiagram(gd.layout)) { return wrapTexts(gd); }
     return wrapTexts(gd).then(function () { return colourBarBelowLabels(gd); })
-      .then(function () { return roomForTitle(gd); });
+      .then(function () { return roomForTitle(gd); })
+      .then(function () {  // measured again after the last relayout, which may have changed an axis's length
+        var update = logTicks(gd);
+        return Object.keys(update).length ? window.Plotly.relayout(gd, update) : Promise.resolve();
+      });
   }
   window.tlPlotlyTheme = function (gd) {
     if (!window.Plotly || !gd || !gd.layout) { return Promise.resolve(); }

@@ -411,9 +411,11 @@
   }
   // Crowded labels on a log axis: 1, 2, ..., 9 per decade drop to 1, 2, 5, and those to powers of ten. Plotly picks
   // the digits from the axis's length, so a relayout that makes the plot a few pixels taller (a margin that shrank)
-  // can bring all nine back: an axis found uncrowded keeps the digits it was measured with (its dtick is pinned).
+  // can bring all nine back: an axis found uncrowded keeps the digits it was measured with (its dtick is pinned),
+  // unless a slider or a menu can give the figure other data.
   function logTicks(gd) {
     var update = {};
+    var fixed = !(gd.layout.sliders || []).concat(gd.layout.updatemenus || [], gd.tlMenus || []).length;
     Object.keys(gd._fullLayout || {}).forEach(function (key) {
       var axis = gd._fullLayout[key];
       if (!/^[xy]axis\d*$/.test(key) || !axis || axis.type !== "log") { return; }
@@ -422,7 +424,7 @@
       var crowded = labels.some(function (r, i) { return labels.slice(i + 1).some(function (q) { return hits(r, q, 1); }); });
       var digits = /^D[12]$/.test(String(axis.dtick));
       if (crowded) { update[key + ".dtick"] = String(axis.dtick) === "D1" ? "D2" : 1; }
-      else if (digits && gd.layout[key] && gd.layout[key].dtick === undefined) {
+      else if (digits && fixed && gd.layout[key] && gd.layout[key].dtick === undefined) {
         gd.layout[key].dtick = axis.dtick;  // kept for the next relayout, which reads the layout; no redraw now
       }
     });

@@ -28,7 +28,7 @@ from site_browser import (
     screenshot,
     serve,
 )
-from site_checks import CONTRAST
+from site_checks import CONTRAST, FIGURE_TEXT
 
 pytestmark = pytest.mark.browser
 DRAWN_TIMEOUT_MS = 30_000
@@ -309,32 +309,27 @@ REDRAW_WITH_TIMES = """async (times) => {
   fig.data.filter(t => t.yaxis === 'y2').forEach((t, i) => { t.y = times[i]; });
   fig.layout.template = drawn.layout.template;  // the site's template, as drawn
   const el = document.createElement('div');
+  el.id = 'busy-times';
   drawn.parentElement.appendChild(el);
   window.tlPlotlyPrepare(fig, el);
   await Plotly.newPlot(el, {data: fig.data, layout: fig.layout, config: {responsive: true}});
   await window.tlPlotlyTheme(el);
-  const out = {};
-  for (const key of Object.keys(el._fullLayout).filter(k => /^[xy]axis\\d*$/.test(k))) {
-    const boxes = [...el.querySelectorAll('g.' + el._fullLayout[key]._id + 'tick text')]
-      .map(t => [t.textContent, t.getBoundingClientRect()]);
-    const hit = (r, q) => r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1;
-    out[key] = boxes.flatMap(([a, r], i) => boxes.slice(i + 1).filter(([, q]) => hit(r, q)).map(([b]) => a + '/' + b));
-  }
-  return out;
+  return el.querySelectorAll('g.y2tick text').length;
 }"""
 
 
 def test_log_axis_labels_stay_apart_whatever_the_page_measured(browser, site_url: str) -> None:
-    """appendix_performance's timing figure drawn again with the times of a busy machine: no two tick labels of an
-    axis intersect once the figure is fitted (plotly-theme.js measures log axes again after its last relayout)."""
+    """appendix_performance's timing figure drawn again with the times of a busy machine: the sweeps' figure-text
+    scan finds no text of it overlapping another once it is fitted (plotly-theme.js measures log axes again after
+    its last relayout)."""
     if not (SITE / "book/appendix_performance.html").exists():
         pytest.skip(NO_SITE)
     visit = Visit(browser, site_url + "book/appendix_performance.html")
     try:
         ready(visit.page)
-        overlaps = visit.page.evaluate(REDRAW_WITH_TIMES, list(BUSY_TIMES_MS))
-        assert set(overlaps) == {"xaxis", "xaxis2", "yaxis", "yaxis2"}, overlaps
-        assert not any(overlaps.values()), overlaps
+        assert visit.page.evaluate(REDRAW_WITH_TIMES, list(BUSY_TIMES_MS)) >= 3  # the time axis has its labels
+        problems = [p for p in visit.page.evaluate(f"() => ({FIGURE_TEXT})(0)") if p.startswith("busy-times ")]
+        assert not problems, problems
         assert not visit.errors, visit.errors
     finally:
         visit.close()
